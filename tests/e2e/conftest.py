@@ -35,7 +35,9 @@ def no_leftover_processes(tmp_path_factory):
     yield
     for p in h.Proc.registry:
         p.kill()
+    h.kill_adopted()
     alive = [(p.name, p.pid) for p in h.Proc.registry if p.group_alive()]
+    alive += [("adopted", pid) for pid in h.Proc.adopted if h.pid_alive(pid)]
     strays = h.live_pids_mentioning(root)
     assert not alive and not strays, f"processes left behind: groups {alive}, by command line {strays}"
 
@@ -53,12 +55,14 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(autouse=True)
 def kill_test_processes(request):
     """Kill every process the test started, even when it fails."""
-    start = len(h.Proc.registry)
+    start, start_adopted = len(h.Proc.registry), len(h.Proc.adopted)
     request.node._e2e_proc_start = start
     yield
     for p in h.Proc.registry[start:]:
         p.kill()
+    h.kill_adopted()
     alive = [(p.name, p.pid) for p in h.Proc.registry[start:] if p.group_alive()]
+    alive += [("adopted", pid) for pid in h.Proc.adopted[start_adopted:] if h.pid_alive(pid)]
     assert not alive, f"could not kill {alive}"
 
 

@@ -61,6 +61,7 @@ class Proc:
     """A subprocess in its own session/process group, stderr (and stdout) in log files."""
 
     registry: list["Proc"] = []          # every Proc ever started in this pytest session
+    adopted: list[int] = []              # pids started by our children in their own groups (killed too)
 
     def __init__(self, name: str, argv: list[str], logdir: Path, *, env: dict | None = None,
                  cwd: Path | None = None):
@@ -138,6 +139,32 @@ class Proc:
 
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
+
+
+def kill_adopted() -> None:
+    """SIGKILL the process groups of adopted pids (e.g. a bridge spawned by `callbackd run`)."""
+    for pid in Proc.adopted:
+        try:   # only if the pid still is ours (a bridge), never a recycled pid
+            if b"cursor-sdk-bridge" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+        except OSError:
+            continue
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` is a live (non-zombie) bridge process."""
+    try:
+        st = Path(f"/proc/{pid}/stat").read_text()
+        if b"cursor-sdk-bridge" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
+    except OSError:
+        return False
+    return st.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def live_pids_mentioning(marker: str) -> list[tuple[int, str]]:
@@ -299,6 +326,36 @@ class ConnectError(Exception):
     def __init__(self, method: str, http_status: int, code: str, message: str, raw=None):
         super().__init__(f"{method}: HTTP {http_status} {code}: {message}")
         self.method, self.http_status, self.code, self.message, self.raw = method, http_status, code, message, raw
+
+
+class CallbackdRun:
+    """`callbackd run [...] -- <bridge command>`: callbackd starts its store/tool server, then
+    spawns the bridge with the callback flags on argv and relays the bridge's stderr."""
+
+    def __init__(self, env: dict, workdir: Path, workspace: Path, backend: FakeBackend, db_path: Path,
+                 store_token: str, tool_token: str, bridge_args: list[str] | None = None,
+                 listen: str = "127.0.0.1:0", wait_ready: bool = True):
+        self.state = workdir / "run-state"
+        tmp = workdir / "tmp"
+        for d in (self.state, tmp, workspace):
+            d.mkdir(parents=True, exist_ok=True)
+        n = sum(1 for p in Proc.registry if p.name == "callbackd-run" and p.err_path.parent == workdir / "logs")
+        self.ready_file = workdir / f"bridge-ready.{n}.json"
+        bridge = [env["NODE"], Path(env["BRIDGE_DIR"]) / "dist" / "bin" / "cursor-sdk-bridge.js",
+                  "--host", "127.0.0.1", "--port", "0", "--workspace", workspace, "--state-root", self.state,
+                  "--verbose", *(bridge_args or [])]
+        argv = [callbackd_bin(), "run", "--listen", listen, "--db", db_path, "--ready-file", self.ready_file,
+                "--", *bridge]
+        self.proc = Proc("callbackd-run", argv, workdir / "logs", cwd=workspace,
+                         env={"CURSOR_BACKEND_URL": backend.url, "CURSOR_API_KEY": "dummy", "TMPDIR": str(tmp),
+                              "CALLBACKD_STORE_TOKEN": store_token, "CALLBACKD_TOOL_TOKEN": tool_token,
+                              "RUST_BACKTRACE": "1"})
+        self.ready: dict = {}
+        if wait_ready:
+            self.ready = json.loads(self.proc.wait_for_line("cursor-sdk-bridge ready ", timeout=60))
+            self.bridge_pid = int(self.ready["pid"])
+            Proc.adopted.append(self.bridge_pid)
+            self.client = BridgeClient(self.ready["url"], Path(self.ready["authTokenFile"]).read_text().strip())
 
 
 class BridgeClient:
