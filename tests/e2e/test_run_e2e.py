@@ -9,6 +9,8 @@ import os
 import signal
 import socket
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,3 +120,25 @@ def test_run_does_not_spawn_bridge_when_daemon_cannot_start(setup_env, tmp_path)
     assert "cursor-sdk-bridge ready" not in err and not list((tmp_path / "tmp").glob("cursor-sdk-bridge-*")), err
     assert not h.live_pids_mentioning(str(tmp_path / "run-state")), "a bridge was spawned"
     assert str(port) in err or "address" in err.lower(), f"the error should say why: {err}"
+
+
+def test_python_sdk_attaches_to_callbackd_run(setup_env, tmp_path):
+    """The README's "Using callbackd with the Python SDK" snippet, executed as is.
+    Note: the SDK only accepts custom tools that carry a Python `execute` handler, and in
+    attach mode it then points the bridge's tool callback at its own server (SetToolCallback),
+    so callbackd's tools are declared with a raw CreateAgent, not through this client."""
+    backend = h.FakeBackend(setup_env, tmp_path, "text")
+    ws = tmp_path / "ws"
+    db_path = tmp_path / "callbackd.db"
+    run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db_path, h.rand_token(), h.rand_token())
+    snippet = h.HERE / "snippets" / "python_sdk_attach.py"
+    res = subprocess.run([sys.executable, str(snippet)], cwd=ws, timeout=120,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                         env={**os.environ, "CALLBACKD_READY_FILE": str(run.ready_file), "CURSOR_API_KEY": "dummy"})
+    assert res.returncode == 0, res.stderr.decode()[-3000:]
+    agent_id, status, text = res.stdout.decode().strip().split(" ", 2)
+    assert (status, text) == ("finished", "Hello from the fake model."), res.stdout
+    with h.DB(db_path) as db:
+        assert db.agent_doc(agent_id)["cwd"] == str(ws)
+        assert [r["status"] for r in db.run_docs(agent_id)] == ["finished"]
+    assert stop_run(run) == 0, run.proc.tail()
