@@ -1,0 +1,66 @@
+//! [`BearerAuth`]: the token check in front of one service.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use futures_util::future::{ready, Either, Ready};
+use http::{header, Request};
+use tower::Service;
+
+use super::TokenSet;
+use crate::connect::{Code, ConnectError};
+
+/// Answers `401 unauthenticated` unless the request carries one of the set's tokens; on
+/// success the token's namespace is added to the request extensions.
+#[derive(Clone, Debug)]
+pub struct BearerAuth<S> {
+    inner: S,
+    tokens: TokenSet,
+    service: &'static str,
+}
+
+impl<S> BearerAuth<S> {
+    pub fn new(inner: S, tokens: TokenSet, service: &'static str) -> Self {
+        BearerAuth {
+            inner,
+            tokens,
+            service,
+        }
+    }
+}
+
+impl<S> Service<Request<Body>> for BearerAuth<S>
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Either<S::Future, Ready<Result<Response, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<Body>) -> Self::Future {
+        let header = req.headers().get(header::AUTHORIZATION);
+        match self.tokens.authorize(header.map(|v| v.as_bytes())) {
+            Some(ns) => {
+                req.extensions_mut().insert(ns);
+                Either::Left(self.inner.call(req))
+            }
+            None => {
+                // The header itself is never logged: it may be a real token for another service.
+                if header.is_none() {
+                    tracing::debug!(service = self.service, "request without bearer token");
+                } else {
+                    tracing::warn!(service = self.service, "request with a wrong bearer token");
+                }
+                let err =
+                    ConnectError::new(Code::Unauthenticated, "missing or invalid bearer token");
+                Either::Right(ready(Ok(err.into_response())))
+            }
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! Configuration: defaults < TOML file < environment < command-line flags, validated right
+//! after loading so a bad setting fails at startup, not on the first call.
+//!
+//! Every key is shown, with its default and what it does, in
+//! `config/callbackd.example.toml` (embedded as [`EXAMPLE`] and parsed in a test).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::secret::Secret;
+use crate::store::sqlite::{SqliteOptions, SyncMode};
+
+/// The commented example configuration (`callbackd print-config`).
+pub const EXAMPLE: &str = include_str!("../config/callbackd.example.toml");
+
+/// Default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("invalid value {value:?} in environment variable {var}: {reason}")]
+    Env {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    #[error("token file {path}: {source}")]
+    TokenFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The daemon's configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub auth: AuthConfig,
+    pub store: StoreConfig,
+    pub tools: ToolsConfig,
+    pub log: LogConfig,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `ADDR:PORT` to listen on. Port 0 picks a free port.
+    pub listen: String,
+    /// Must be set to listen on a non-loopback address: the callbacks carry agent state.
+    pub allow_remote: bool,
+    /// Largest request body, as sent and after decompression.
+    pub max_body_bytes: usize,
+    pub max_connections: usize,
+    pub header_read_timeout_ms: u64,
+    pub body_read_timeout_ms: u64,
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: DEFAULT_LISTEN.into(),
+            allow_remote: false,
+            max_body_bytes: 32 * 1024 * 1024,
+            max_connections: 512,
+            header_read_timeout_ms: 20_000,
+            body_read_timeout_ms: 30_000,
+            shutdown_grace_ms: 10_000,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.parse().map_err(|_| {
+            ConfigError::Invalid(format!(
+                "server.listen {:?} is not an ADDR:PORT socket address",
+                self.listen
+            ))
+        })
+    }
+}
+
+/// `[auth]`: the bearer tokens the bridge presents. Each comes from the first of: its
+/// environment variable, the value here, the file named here; otherwise it is generated
+/// once and kept (mode 0600) next to the database.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    pub store_token: Option<Secret>,
+    pub store_token_file: Option<PathBuf>,
+    pub tool_token: Option<Secret>,
+    pub tool_token_file: Option<PathBuf>,
+}
+
+/// `[store]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The SQLite database file.
+    pub path: PathBuf,
+    pub sync: SyncMode,
+    pub max_page_size: usize,
+    pub busy_timeout_ms: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            path: PathBuf::from("callbackd.db"),
+            sync: SyncMode::Normal,
+            max_page_size: 1000,
+            busy_timeout_ms: 5000,
+        }
+    }
+}
+
+impl StoreConfig {
+    pub fn sqlite_options(&self) -> SqliteOptions {
+        let mut opts = SqliteOptions::new(&self.path);
+        opts.sync = self.sync;
+        opts.max_page_size = self.max_page_size;
+        opts.busy_timeout = Duration::from_millis(self.busy_timeout_ms);
+        opts
+    }
+}
+
+/// `[tools]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Default time limit of one tool call.
+    pub timeout_ms: u64,
+    /// Default number of concurrent calls of one tool.
+    pub max_concurrency: usize,
+    /// Built-in tools switched off by name.
+    pub disabled: Vec<String>,
+    /// `[[tools.command]]`: tools that run a program.
+    pub command: Vec<CommandToolConfig>,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            timeout_ms: 60_000,
+            max_concurrency: 16,
+            disabled: Vec::new(),
+            command: Vec::new(),
+        }
+    }
+}
+
+/// One `[[tools.command]]` block.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandToolConfig {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments (a TOML table, or a JSON string).
+    #[serde(default)]
+    pub input_schema: Option<toml::Value>,
+    #[serde(default)]
+    pub output_schema: Option<toml::Value>,
+    /// Program and arguments; no shell is involved.
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub max_concurrency: Option<usize>,
+}
+
+/// `[log]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A tracing filter: `info`, `debug`, `callbackd=debug,warn`, ...
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".into(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Environment variables read by [`Config::apply_env`].
+pub mod env {
+    pub const CONFIG: &str = "CALLBACKD_CONFIG";
+    pub const LISTEN: &str = "CALLBACKD_LISTEN";
+    pub const ALLOW_REMOTE: &str = "CALLBACKD_ALLOW_REMOTE";
+    pub const DB: &str = "CALLBACKD_DB";
+    pub const STORE_TOKEN: &str = "CALLBACKD_STORE_TOKEN";
+    pub const TOOL_TOKEN: &str = "CALLBACKD_TOOL_TOKEN";
+    pub const LOG: &str = "CALLBACKD_LOG";
+}
+
+impl Config {
+    /// Reads a TOML file. Relative paths in it are taken relative to the file's directory.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            config.rebase(dir);
+        }
+        Ok(config)
+    }
+
+    /// Makes the relative paths of a config file relative to `dir`.
+    fn rebase(&mut self, dir: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        };
+        fix(&mut self.store.path);
+        if let Some(p) = self.auth.store_token_file.as_mut() {
+            fix(p);
+        }
+        if let Some(p) = self.auth.tool_token_file.as_mut() {
+            fix(p);
+        }
+        for tool in &mut self.tools.command {
+            if let Some(p) = tool.cwd.as_mut() {
+                fix(p);
+            }
+        }
+    }
+
+    /// Applies the `CALLBACKD_*` environment variables (`get` is `std::env::var` outside
+    /// tests).
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        if let Some(v) = get(env::LISTEN) {
+            self.server.listen = v;
+        }
+        if let Some(v) = get(env::ALLOW_REMOTE) {
+            self.server.allow_remote = match v.as_str() {
+                "1" | "true" | "yes" => true,
+                "0" | "false" | "no" | "" => false,
+                _ => {
+                    return Err(ConfigError::Env {
+                        var: env::ALLOW_REMOTE,
+                        value: v,
+                        reason: "expected true or false".into(),
+                    })
+                }
+            };
+        }
+        if let Some(v) = get(env::DB) {
+            self.store.path = PathBuf::from(v);
+        }
+        if let Some(v) = get(env::STORE_TOKEN) {
+            self.auth.store_token = Some(Secret::new(v));
+        }
+        if let Some(v) = get(env::TOOL_TOKEN) {
+            self.auth.tool_token = Some(Secret::new(v));
+        }
+        if let Some(v) = get(env::LOG) {
+            self.log.level = v;
+        }
+        Ok(())
+    }
+
+    /// Loads the configuration the way the daemon does: the file (if any), then the
+    /// environment. Command-line overrides are applied by the caller, then [`validate`].
+    ///
+    /// [`validate`]: Config::validate
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut config = match file {
+            Some(path) => Config::from_file(path)?,
+            None => Config::default(),
+        };
+        config.apply_env(|k| std::env::var(k).ok())?;
+        Ok(config)
+    }
+
+    /// Checks the settings that can be checked without touching the network or the disk.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let addr = self.server.listen_addr()?;
+        if !addr.ip().is_loopback() && !self.server.allow_remote {
+            return Err(ConfigError::Invalid(format!(
+                "server.listen {addr} is not a loopback address; set server.allow_remote = true \
+                 (or CALLBACKD_ALLOW_REMOTE=true) to accept callbacks from other hosts"
+            )));
+        }
+        if self.server.max_body_bytes < 1024 {
+            return Err(ConfigError::Invalid(
+                "server.max_body_bytes must be at least 1024".into(),
+            ));
+        }
+        if self.server.max_connections == 0 {
+            return Err(ConfigError::Invalid(
+                "server.max_connections must be at least 1".into(),
+            ));
+        }
+        if self.store.path.as_os_str().is_empty() {
+            return Err(ConfigError::Invalid("store.path must not be empty".into()));
+        }
+        if self.store.max_page_size == 0 {
+            return Err(ConfigError::Invalid(
+                "store.max_page_size must be at least 1".into(),
+            ));
+        }
+        for (name, token) in [
+            ("store_token", &self.auth.store_token),
+            ("tool_token", &self.auth.tool_token),
+        ] {
+            if let Some(t) = token {
+                check_token(name, t)?;
+            }
+        }
+        if self.tools.max_concurrency == 0 {
+            return Err(ConfigError::Invalid(
+                "tools.max_concurrency must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A token must fit in an HTTP header: visible ASCII, no spaces.
+pub(crate) fn check_token(name: &str, token: &Secret) -> Result<(), ConfigError> {
+    let t = token.expose();
+    if t.is_empty() {
+        return Err(ConfigError::Invalid(format!("auth.{name} is empty")));
+    }
+    if !t.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ConfigError::Invalid(format!(
+            "auth.{name} must be visible ASCII without spaces"
+        )));
+    }
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_config_parses_and_matches_the_defaults() {
+        let example: Config = toml::from_str(EXAMPLE).expect("example config parses");
+        example.validate().unwrap();
+        let default = Config::default();
+        assert_eq!(example.server.listen, default.server.listen);
+        assert_eq!(example.server.max_body_bytes, default.server.max_body_bytes);
+        assert_eq!(example.store.sync, default.store.sync);
+        assert_eq!(example.tools.timeout_ms, default.tools.timeout_ms);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let err = toml::from_str::<Config>("[server]\nlisten_on = \"x\"\n").unwrap_err();
+        assert!(err.to_string().contains("listen_on"));
+    }
+
+    #[test]
+    fn environment_overrides_the_file_and_defaults() {
+        let mut config: Config =
+            toml::from_str("[server]\nlisten = \"127.0.0.1:1\"\n[store]\npath = \"file.db\"\n")
+                .unwrap();
+        assert_eq!(config.store.path, PathBuf::from("file.db"));
+        config
+            .apply_env(|k| match k {
+                env::LISTEN => Some("127.0.0.1:2".into()),
+                env::STORE_TOKEN => Some("from-env".into()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(config.server.listen, "127.0.0.1:2");
+        assert_eq!(config.store.path, PathBuf::from("file.db"));
+        assert_eq!(config.auth.store_token.unwrap().expose(), "from-env");
+    }
+
+    #[test]
+    fn non_loopback_listen_needs_allow_remote() {
+        let mut config = Config::default();
+        config.server.listen = "0.0.0.0:7420".into();
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("allow_remote"));
+        config.server.allow_remote = true;
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn relative_paths_in_a_file_are_relative_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "[store]\npath = \"data/x.db\"\n").unwrap();
+        let config = Config::from_file(&path).unwrap();
+        assert_eq!(config.store.path, dir.path().join("data/x.db"));
+    }
+}

@@ -1,0 +1,38 @@
+//! callbackd: the store and custom-tool callback daemon for the Cursor SDK bridge.
+//!
+//! The bridge, started with `--local-store '{"type":"custom"}'`, sends every read and write
+//! of agent state to `sdk.v1.SdkStoreCallbackService/CallStore`, and every custom tool call
+//! to `sdk.v1.SdkCustomToolCallbackService/CallCustomTool`. callbackd serves both: the store
+//! on SQLite, the tools from a registry of Rust plugins and TOML-declared commands.
+//!
+//! Layout:
+//! - [`app`]: builds the daemon from a [`Config`] (listener, store, router) and runs it.
+//! - [`server`]: the HTTP/1.1 accept loop (connection cap, header timeout, `TCP_NODELAY`).
+//! - [`connect`]: the Connect unary protocol (codecs, errors), nothing domain-specific.
+//! - [`auth`]: bearer tokens as a tower layer; a token grants a namespace.
+//! - [`rpc`]: the two RPCs, where the protocol meets the store and the tools.
+//! - [`store`]: the substores as typed calls behind the [`Store`] trait; SQLite backend.
+//! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
+
+pub mod app;
+pub mod auth;
+pub mod bridge;
+pub mod cli;
+pub mod config;
+pub mod connect;
+pub mod rpc;
+pub mod secret;
+pub mod server;
+pub mod shutdown;
+pub mod store;
+pub mod telemetry;
+pub mod tokens;
+
+pub use app::App;
+pub use config::Config;
+pub use store::{Namespace, Store, StoreCall, StoreError};
+
+/// Generated protobuf messages of `proto/sdk/v1`.
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/sdk.v1.rs"));
+}

@@ -1,0 +1,109 @@
+//! The `callbackd` binary: parse the command line, load the configuration, run a command.
+
+use anyhow::Context;
+use clap::Parser;
+
+use callbackd::bridge::{self, BridgeArgs};
+use callbackd::cli::{ArgsFormat, Cli, Command, ConfigArgs};
+use callbackd::config::{Config, EXAMPLE};
+use callbackd::store::sqlite::{migrate, SqliteStore};
+use callbackd::{telemetry, tokens, App};
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("callbackd: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+        Command::Serve(args) => serve(&args),
+        Command::BridgeArgs { config, format } => {
+            let config = load(&config)?;
+            let tokens = tokens::resolve(&config.auth, &config.store.path)?;
+            let addr = config.server.listen_addr()?;
+            anyhow::ensure!(
+                addr.port() != 0,
+                "bridge-args needs a fixed port, but server.listen is {addr}; \
+                 use `callbackd run -- <bridge>` to pick a free port automatically"
+            );
+            let args = BridgeArgs::new(&callbackd::app::base_url(addr), &tokens);
+            print!(
+                "{}",
+                match format {
+                    ArgsFormat::Argv => format!("{}\n", bridge::shell_join(&args.argv())),
+                    ArgsFormat::Env => args.env_lines(),
+                    ArgsFormat::Json => format!("{}\n", args.json()),
+                }
+            );
+            Ok(())
+        }
+        Command::CheckConfig(args) => {
+            let config = load(&args)?;
+            let tokens = tokens::resolve(&config.auth, &config.store.path)?;
+            drop(tokens);
+            println!(
+                "config ok: listen {}, database {}, sync {:?}, max body {} bytes",
+                config.server.listen,
+                config.store.path.display(),
+                config.store.sync,
+                config.server.max_body_bytes
+            );
+            Ok(())
+        }
+        Command::Migrate(args) => {
+            let config = load(&args)?;
+            let store = SqliteStore::open(&config.store.sqlite_options())
+                .with_context(|| format!("migrating {}", config.store.path.display()))?;
+            drop(store);
+            println!(
+                "database {} is at schema version {}",
+                config.store.path.display(),
+                migrate::LATEST_VERSION
+            );
+            Ok(())
+        }
+        Command::PrintConfig => {
+            print!("{EXAMPLE}");
+            Ok(())
+        }
+    }
+}
+
+/// Configuration from file and environment, with the command-line overrides, validated.
+fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
+    let mut config = Config::load(args.config.as_deref())?;
+    if let Some(listen) = &args.listen {
+        config.server.listen = listen.clone();
+    }
+    if let Some(db) = &args.db {
+        config.store.path = db.clone();
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
+    let config = load(args)?;
+    telemetry::init(&config.log);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let db = config.store.path.clone();
+        let app = App::build(config).await?;
+        let ready = serde_json::json!({
+            "url": app.base_url(),
+            "pid": std::process::id(),
+            "db": db,
+        });
+        eprintln!("callbackd ready {ready}");
+        app.run_until(callbackd::shutdown::signal()).await
+    })
+}

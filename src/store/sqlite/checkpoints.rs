@@ -1,0 +1,130 @@
+//! SQL of the `checkpoints` substore: conversation blobs, stored as bytes with a checksum.
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use rusqlite::types::Value;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{is_constraint, json_str, write_page, Conditions};
+use crate::store::{CheckpointFilter, Page, StoreError, StoreOutput};
+
+/// `{"found":true,"data":<base64>}` or `{"found":false}`. The bytes are checked against the
+/// checksum taken when they were written: the bridge would use corrupted bytes unnoticed.
+pub fn get(
+    conn: &Connection,
+    ns: &str,
+    agent_id: &str,
+    blob_id: &str,
+) -> Result<StoreOutput, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT data, crc32 FROM checkpoints WHERE ns = ?1 AND agent_id = ?2 AND blob_id = ?3",
+    )?;
+    let row = stmt
+        .query_row(params![ns, agent_id, blob_id], |r| {
+            Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?))
+        })
+        .optional()?;
+    let Some((data, crc)) = row else {
+        return Ok(Some(r#"{"found":false}"#.to_string()));
+    };
+    if i64::from(crc32fast::hash(&data)) != crc {
+        tracing::error!(agent_id, blob_id, "checkpoint blob failed its checksum");
+        return Err(StoreError::DataLoss(format!(
+            "checkpoint blob {blob_id} of agent {agent_id} is corrupted (checksum mismatch)"
+        )));
+    }
+    let mut out = String::with_capacity(data.len() * 4 / 3 + 32);
+    out.push_str(r#"{"found":true,"data":""#);
+    STANDARD.encode_string(&data, &mut out);
+    out.push_str("\"}");
+    Ok(Some(out))
+}
+
+pub fn create(
+    conn: &Connection,
+    ns: &str,
+    agent_id: &str,
+    blob_id: &str,
+    data: &[u8],
+) -> Result<StoreOutput, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO checkpoints (ns, agent_id, blob_id, data, crc32) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    match stmt.execute(params![ns, agent_id, blob_id, data, crc32fast::hash(data)]) {
+        Ok(_) => Ok(None),
+        Err(e) if is_constraint(&e) => Err(StoreError::AlreadyExists(format!(
+            "checkpoint blob {blob_id} already exists for agent {agent_id}"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn update(
+    conn: &Connection,
+    ns: &str,
+    agent_id: &str,
+    blob_id: &str,
+    data: &[u8],
+) -> Result<StoreOutput, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE checkpoints SET data = ?4, crc32 = ?5 WHERE ns = ?1 AND agent_id = ?2 AND blob_id = ?3",
+    )?;
+    if stmt.execute(params![ns, agent_id, blob_id, data, crc32fast::hash(data)])? == 0 {
+        return Err(StoreError::NotFound(format!(
+            "checkpoint blob {blob_id} not found for agent {agent_id}"
+        )));
+    }
+    Ok(None)
+}
+
+/// Idempotent.
+pub fn delete(
+    conn: &Connection,
+    ns: &str,
+    filter: &CheckpointFilter,
+) -> Result<StoreOutput, StoreError> {
+    let c = conditions(ns, filter);
+    conn.prepare_cached(&format!("DELETE FROM checkpoints WHERE {}", c.sql()))?
+        .execute(rusqlite::params_from_iter(c.params()))?;
+    Ok(None)
+}
+
+/// Blob ids ascending; the cursor is the raw last id. Ids are listed once even when several
+/// agents hold the same blob, so "ids greater than the cursor" never skips one.
+pub fn list(
+    conn: &Connection,
+    ns: &str,
+    filter: &CheckpointFilter,
+    page: &Page<String>,
+) -> Result<StoreOutput, StoreError> {
+    let mut c = conditions(ns, filter);
+    if let Some(cursor) = &page.cursor {
+        c.raw("blob_id > ?", [Value::Text(cursor.clone())]);
+    }
+    let sql = format!(
+        "SELECT DISTINCT blob_id FROM checkpoints WHERE {} ORDER BY blob_id LIMIT {}",
+        c.sql(),
+        page.limit.saturating_add(1)
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query(rusqlite::params_from_iter(c.params()))?;
+    let out = write_page(
+        rows,
+        page.limit,
+        "nextCursor",
+        |row, out| {
+            out.push_str(&json_str(row.get_ref(0)?.as_str()?));
+            Ok(())
+        },
+        |row| row.get::<_, String>(0),
+        |last| json_str(last),
+    )?;
+    Ok(Some(out))
+}
+
+fn conditions(ns: &str, filter: &CheckpointFilter) -> Conditions {
+    let mut c = Conditions::new(ns);
+    c.in_list("agent_id", filter.agent_ids.as_deref());
+    c.in_list("blob_id", filter.blob_ids.as_deref());
+    c
+}

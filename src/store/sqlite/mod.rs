@@ -1,0 +1,587 @@
+//! [`SqliteStore`]: the store on one SQLite file in WAL mode.
+//!
+//! Writes go to a dedicated writer thread ([`writer`]) that batches them into shared
+//! commits; reads run on a small pool of read connections on tokio's blocking threads, so
+//! they never wait behind writes (WAL readers see the last committed state).
+
+mod agents;
+mod cascade;
+mod checkpoints;
+pub mod migrate;
+mod run_events;
+mod runs;
+mod writer;
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use tokio::sync::{broadcast, oneshot};
+
+use super::{BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreOutput};
+use writer::Job;
+
+/// How hard a commit tries to reach the disk (`store.sync` in the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncMode {
+    /// `synchronous=NORMAL`: an acknowledged write survives the daemon being killed
+    /// (`kill -9`, a crash); an OS crash or power cut may lose the last commits, never
+    /// corrupts the database.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is fsynced before it is acknowledged; it also
+    /// survives an OS crash or power cut. Slower on disks with slow fsync.
+    Full,
+}
+
+/// How to open a [`SqliteStore`].
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    pub path: PathBuf,
+    pub sync: SyncMode,
+    /// The largest page any list returns, whatever `limit` asks for; the rest follows with
+    /// the cursor.
+    pub max_page_size: usize,
+    /// How long a connection waits for a lock held by another process.
+    pub busy_timeout: Duration,
+    /// Caps the database size in pages (`PRAGMA max_page_count`); for tests of a full disk.
+    pub max_page_count: Option<u64>,
+}
+
+impl SqliteOptions {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SqliteOptions {
+            path: path.into(),
+            sync: SyncMode::Normal,
+            max_page_size: 1000,
+            busy_timeout: Duration::from_secs(5),
+            max_page_count: None,
+        }
+    }
+}
+
+/// Why the store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot create database file {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("database {path} is locked by another process (is another callbackd running on it?)")]
+    Locked { path: PathBuf },
+    #[error("database {path} is read-only: {source}")]
+    ReadOnly {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("database {path}: {source}")]
+    Migrate {
+        path: PathBuf,
+        source: migrate::MigrateError,
+    },
+    #[error("cannot start the writer thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Read connections kept open between calls.
+const MAX_IDLE_READERS: usize = 8;
+
+/// The SQLite store. Cheap to share behind an `Arc`; dropping the last handle lets the
+/// writer finish its queue and exit.
+pub struct SqliteStore {
+    writer: mpsc::Sender<Box<dyn Job>>,
+    readers: Arc<ReaderPool>,
+    events: broadcast::Sender<EventAppended>,
+    max_page_size: usize,
+}
+
+impl SqliteStore {
+    /// Opens (creating with mode 0600 if needed) and migrates the database, and starts the
+    /// writer thread.
+    pub fn open(opts: &SqliteOptions) -> Result<SqliteStore, OpenError> {
+        let path = opts.path.clone();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::Create {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        // Create the file ourselves so it is private from the first byte; SQLite gives the
+        // -wal and -shm files the database file's permissions.
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|source| OpenError::Create {
+                path: path.clone(),
+                source,
+            })?;
+        let mut conn = open_connection(&path, opts).map_err(|e| classify_open(&path, e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| classify_open(&path, e))?;
+        let sync = match opts.sync {
+            SyncMode::Normal => "NORMAL",
+            SyncMode::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", sync)
+            .map_err(|e| classify_open(&path, e))?;
+        migrate::migrate(&mut conn).map_err(|source| match source {
+            migrate::MigrateError::Failed { source: e, .. } | migrate::MigrateError::Version(e)
+                if is_code(&e, ErrorCode::DatabaseBusy)
+                    || is_code(&e, ErrorCode::DatabaseLocked) =>
+            {
+                OpenError::Locked { path: path.clone() }
+            }
+            source => OpenError::Migrate {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        // A write probe: a read-only file or directory fails here, at startup, rather than
+        // on the first write of a run.
+        conn.execute_batch("BEGIN IMMEDIATE; COMMIT")
+            .map_err(|e| classify_open(&path, e))?;
+
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("callbackd-writer".into())
+            .spawn(move || writer::run(conn, rx))
+            .map_err(OpenError::Thread)?;
+        let (events, _) = broadcast::channel(1024);
+        Ok(SqliteStore {
+            writer: tx,
+            readers: Arc::new(ReaderPool {
+                path,
+                opts: opts.clone(),
+                idle: Mutex::new(Vec::new()),
+            }),
+            events,
+            max_page_size: opts.max_page_size.max(1),
+        })
+    }
+
+    /// Runs `f` on the writer thread inside a transaction (shared with other writes), and
+    /// returns its result once committed. For built-in tools that keep their own tables.
+    pub async fn write_with<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        self.submit(Box::new(FnJob {
+            f: Some(f),
+            value: None,
+            reply: Some(reply),
+        }))?;
+        rx.await
+            .map_err(|_| StoreError::Unavailable("the store writer stopped".into()))?
+    }
+
+    /// Runs `f` on a read connection on a blocking thread.
+    pub async fn read_with<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let pool = self.readers.clone();
+        tokio::task::spawn_blocking(move || pool.with(f))
+            .await
+            .map_err(|e| StoreError::Internal(format!("read task failed: {e}")))?
+    }
+
+    fn submit(&self, job: Box<dyn Job>) -> Result<(), StoreError> {
+        self.writer
+            .send(job)
+            .map_err(|_| StoreError::Unavailable("the store writer stopped".into()))
+    }
+
+    fn clamp(&self, call: StoreCall) -> StoreCall {
+        let max = self.max_page_size;
+        match call {
+            StoreCall::AgentsList(f, mut p) => {
+                p.limit = p.limit.min(max);
+                StoreCall::AgentsList(f, p)
+            }
+            StoreCall::RunsList(f, mut p) => {
+                p.limit = p.limit.min(max);
+                StoreCall::RunsList(f, p)
+            }
+            StoreCall::CheckpointsList(f, mut p) => {
+                p.limit = p.limit.min(max);
+                StoreCall::CheckpointsList(f, p)
+            }
+            StoreCall::EventsList {
+                run_id,
+                after_seq,
+                limit,
+            } => StoreCall::EventsList {
+                run_id,
+                after_seq,
+                limit: limit.min(max),
+            },
+            other => other,
+        }
+    }
+}
+
+impl Store for SqliteStore {
+    fn call(
+        &self,
+        ns: &Namespace,
+        call: StoreCall,
+    ) -> BoxFuture<'_, Result<StoreOutput, StoreError>> {
+        let ns = ns.clone();
+        let call = self.clamp(call);
+        Box::pin(async move {
+            if !call.is_write() {
+                return self.read_with(move |conn| read(conn, &ns, call)).await;
+            }
+            let (reply, rx) = oneshot::channel();
+            self.submit(Box::new(CallJob {
+                ns,
+                call: Some(call),
+                output: None,
+                notice: None,
+                reply: Some(reply),
+                events: self.events.clone(),
+            }))?;
+            rx.await
+                .map_err(|_| StoreError::Unavailable("the store writer stopped".into()))?
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<EventAppended> {
+        self.events.subscribe()
+    }
+}
+
+/// Read-only calls.
+fn read(conn: &Connection, ns: &Namespace, call: StoreCall) -> Result<StoreOutput, StoreError> {
+    let ns = ns.as_str();
+    match call {
+        StoreCall::AgentsGet { agent_id } => agents::get(conn, ns, &agent_id),
+        StoreCall::AgentsList(f, p) => agents::list(conn, ns, &f, &p),
+        StoreCall::RunsGet { agent_id, run_id } => runs::get(conn, ns, &agent_id, &run_id),
+        StoreCall::RunsList(f, p) => runs::list(conn, ns, &f, &p),
+        StoreCall::EventsList {
+            run_id,
+            after_seq,
+            limit,
+        } => run_events::list(conn, ns, &run_id, after_seq, limit),
+        StoreCall::CheckpointsGet { agent_id, blob_id } => {
+            checkpoints::get(conn, ns, &agent_id, &blob_id)
+        }
+        StoreCall::CheckpointsList(f, p) => checkpoints::list(conn, ns, &f, &p),
+        write => Err(StoreError::Internal(format!(
+            "{} sent to a read connection",
+            write.name()
+        ))),
+    }
+}
+
+/// Writing calls; run on the writer thread inside a savepoint.
+fn write(
+    conn: &Connection,
+    ns: &Namespace,
+    call: StoreCall,
+) -> Result<(StoreOutput, Option<EventAppended>), StoreError> {
+    let n = ns.as_str();
+    let output = match call {
+        StoreCall::EventsAppend(ev) => return run_events::append(conn, ns, ev),
+        StoreCall::AgentsCreate(doc) => agents::create(conn, n, doc),
+        StoreCall::AgentsUpdate(doc) => agents::update(conn, n, doc),
+        StoreCall::AgentsDelete(f) => agents::delete(conn, n, &f),
+        StoreCall::RunsCreate(doc) => runs::create(conn, n, doc),
+        StoreCall::RunsUpdate(doc) => runs::update(conn, n, doc),
+        StoreCall::RunsDelete(f) => runs::delete(conn, n, &f),
+        StoreCall::EventsDelete { run_ids } => run_events::delete(conn, n, run_ids.as_deref()),
+        StoreCall::CheckpointsCreate {
+            agent_id,
+            blob_id,
+            data,
+        } => checkpoints::create(conn, n, &agent_id, &blob_id, &data),
+        StoreCall::CheckpointsUpdate {
+            agent_id,
+            blob_id,
+            data,
+        } => checkpoints::update(conn, n, &agent_id, &blob_id, &data),
+        StoreCall::CheckpointsDelete(f) => checkpoints::delete(conn, n, &f),
+        read => {
+            return Err(StoreError::Internal(format!(
+                "{} sent to the writer",
+                read.name()
+            )))
+        }
+    }?;
+    Ok((output, None))
+}
+
+/// A store call on the writer thread.
+struct CallJob {
+    ns: Namespace,
+    call: Option<StoreCall>,
+    output: Option<StoreOutput>,
+    notice: Option<EventAppended>,
+    reply: Option<oneshot::Sender<Result<StoreOutput, StoreError>>>,
+    events: broadcast::Sender<EventAppended>,
+}
+
+impl Job for CallJob {
+    fn run(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        let call = self
+            .call
+            .take()
+            .ok_or_else(|| StoreError::Internal("job ran twice".into()))?;
+        let (output, notice) = write(conn, &self.ns, call)?;
+        self.output = Some(output);
+        self.notice = notice;
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, committed: Result<(), StoreError>) {
+        let result = committed.map(|()| self.output.take().flatten());
+        if result.is_ok() {
+            if let Some(notice) = self.notice.take() {
+                // No receivers is fine: nobody is following live.
+                let _ = self.events.send(notice);
+            }
+        }
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// A closure on the writer thread ([`SqliteStore::write_with`]).
+struct FnJob<T, F> {
+    f: Option<F>,
+    value: Option<T>,
+    reply: Option<oneshot::Sender<Result<T, StoreError>>>,
+}
+
+impl<T, F> Job for FnJob<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> Result<(), StoreError> {
+        let f = self
+            .f
+            .take()
+            .ok_or_else(|| StoreError::Internal("job ran twice".into()))?;
+        self.value = Some(f(conn)?);
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, committed: Result<(), StoreError>) {
+        let result = committed.and_then(|()| {
+            self.value
+                .take()
+                .ok_or_else(|| StoreError::Internal("job has no result".into()))
+        });
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(result);
+        }
+    }
+}
+
+/// Read connections, opened on demand and kept for reuse (with their statement caches).
+struct ReaderPool {
+    path: PathBuf,
+    opts: SqliteOptions,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl ReaderPool {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let pooled = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => {
+                let conn = open_connection(&self.path, &self.opts)?;
+                conn.pragma_update(None, "query_only", true)?;
+                conn
+            }
+        };
+        let result = f(&conn);
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(conn);
+        }
+        result
+    }
+}
+
+fn open_connection(path: &Path, opts: &SqliteOptions) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    conn.busy_timeout(opts.busy_timeout)?;
+    conn.set_prepared_statement_cache_capacity(64);
+    if let Some(pages) = opts.max_page_count {
+        conn.pragma_update(
+            None,
+            "max_page_count",
+            i64::try_from(pages).unwrap_or(i64::MAX),
+        )?;
+    }
+    Ok(conn)
+}
+
+fn classify_open(path: &Path, e: rusqlite::Error) -> OpenError {
+    let path = path.to_path_buf();
+    if is_code(&e, ErrorCode::DatabaseBusy) || is_code(&e, ErrorCode::DatabaseLocked) {
+        OpenError::Locked { path }
+    } else if is_code(&e, ErrorCode::ReadOnly) || is_code(&e, ErrorCode::CannotOpen) {
+        OpenError::ReadOnly { path, source: e }
+    } else {
+        OpenError::Open { path, source: e }
+    }
+}
+
+fn is_code(e: &rusqlite::Error, code: ErrorCode) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == code)
+}
+
+pub(crate) fn is_constraint(e: &rusqlite::Error) -> bool {
+    is_code(e, ErrorCode::ConstraintViolation)
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match &e {
+            rusqlite::Error::SqliteFailure(f, _) => match f.code {
+                ErrorCode::DiskFull => StoreError::Full(e.to_string()),
+                ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase => {
+                    StoreError::DataLoss(format!("the database is corrupted: {e}"))
+                }
+                ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+                    StoreError::Unavailable(format!("the database is locked: {e}"))
+                }
+                _ => StoreError::Internal(e.to_string()),
+            },
+            _ => StoreError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// A JSON string literal.
+pub(crate) fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialise")
+}
+
+/// A JSON array of strings, for `IN (SELECT value FROM json_each(?))`.
+pub(crate) fn sql_list(ids: &[String]) -> String {
+    serde_json::to_string(ids).expect("strings serialise")
+}
+
+/// Appends the text column `idx` of `row` (stored JSON) to `out`.
+pub(crate) fn push_text(
+    row: &rusqlite::Row<'_>,
+    idx: usize,
+    out: &mut String,
+) -> rusqlite::Result<()> {
+    out.push_str(row.get_ref(idx)?.as_str()?);
+    Ok(())
+}
+
+/// Writes `{"items":[...]}` from rows selected with `LIMIT limit + 1`, adding
+/// `"<next_key>": encode(last key)` only when a row beyond the page exists: the contract's
+/// rule that a cursor appears only while more items remain (an empty page never has one).
+pub(crate) fn write_page<K>(
+    mut rows: rusqlite::Rows<'_>,
+    limit: usize,
+    next_key: &str,
+    item: impl Fn(&rusqlite::Row<'_>, &mut String) -> rusqlite::Result<()>,
+    key: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<K>,
+    encode: impl Fn(&K) -> String,
+) -> Result<String, StoreError> {
+    let mut out = String::from(r#"{"items":["#);
+    let mut n = 0;
+    let mut last: Option<K> = None;
+    while let Some(row) = rows.next()? {
+        if n == limit {
+            if let Some(last) = &last {
+                out.push_str("],");
+                out.push_str(&json_str(next_key));
+                out.push(':');
+                out.push_str(&encode(last));
+                out.push('}');
+                return Ok(out);
+            }
+            break;
+        }
+        if n > 0 {
+            out.push(',');
+        }
+        item(row, &mut out)?;
+        last = Some(key(row)?);
+        n += 1;
+    }
+    out.push_str("]}");
+    Ok(out)
+}
+
+/// A WHERE clause under construction, always starting with the namespace.
+pub(crate) struct Conditions {
+    sql: Vec<String>,
+    params: Vec<Value>,
+}
+
+impl Conditions {
+    pub fn new(ns: &str) -> Self {
+        Conditions {
+            sql: vec!["ns = ?".into()],
+            params: vec![Value::Text(ns.to_string())],
+        }
+    }
+
+    pub fn eq(&mut self, column: &str, value: &str) {
+        self.sql.push(format!("{column} = ?"));
+        self.params.push(Value::Text(value.to_string()));
+    }
+
+    /// `column IN list`; `None` adds nothing (no constraint).
+    pub fn in_list(&mut self, column: &str, list: Option<&[String]>) {
+        if let Some(list) = list {
+            self.sql
+                .push(format!("{column} IN (SELECT value FROM json_each(?))"));
+            self.params.push(Value::Text(sql_list(list)));
+        }
+    }
+
+    pub fn raw<const N: usize>(&mut self, sql: &str, params: [Value; N]) {
+        self.sql.push(sql.to_string());
+        self.params.extend(params);
+    }
+
+    pub fn sql(&self) -> String {
+        self.sql.join(" AND ")
+    }
+
+    pub fn params(&self) -> Vec<Value> {
+        self.params.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests;
