@@ -94,11 +94,48 @@ fn parse_json(body: &[u8]) -> Result<StoreCall, ConnectError> {
             "request body must be a JSON object (sdk.v1.CallStoreRequest)",
         ));
     }
+    if nesting_depth(text.as_bytes()) > MAX_JSON_DEPTH {
+        return Err(ConnectError::invalid_argument(format!(
+            "request JSON is nested deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
     let req: JsonRequest<'_> = serde_json::from_str(text).map_err(|e| {
         ConnectError::invalid_argument(format!("invalid JSON for sdk.v1.CallStoreRequest: {e}"))
     })?;
     let input = req.input.map_or("{}", |raw| raw.get());
     to_call(req.substore, req.method, input)
+}
+
+/// Deepest JSON nesting accepted. Documents are stored as raw text, so without this a
+/// payload nested thousands deep would be stored, and then fail to decode in any parser
+/// with a recursion limit (serde_json's is 128; the proto codec's reads use it).
+const MAX_JSON_DEPTH: usize = 100;
+
+/// The deepest `[`/`{` nesting of JSON text, ignoring brackets inside strings. O(n), no
+/// recursion; it does not validate (the parser does that next).
+fn nesting_depth(json: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in json {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 fn parse_proto(body: &[u8]) -> Result<StoreCall, ConnectError> {
@@ -163,4 +200,17 @@ fn encode(codec: Codec, output: StoreOutput) -> Result<Response, ConnectError> {
             unary_response(Codec::Proto, CallStoreResponse { output }.encode_to_vec())
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nesting_depth;
+
+    #[test]
+    fn nesting_depth_ignores_brackets_in_strings() {
+        assert_eq!(nesting_depth(br#"{"a":[1,{"b":"[[[{{"}]}"#), 3);
+        assert_eq!(nesting_depth(br#"{"a":"\\\"[["}"#), 1);
+        assert_eq!(nesting_depth(b"[[[[]]]]"), 4);
+        assert_eq!(nesting_depth(b"1"), 0);
+    }
 }

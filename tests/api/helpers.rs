@@ -1,0 +1,309 @@
+//! `TestApp`: the real `App` on a random loopback port, with a temp-dir database and fresh
+//! tokens, served until dropped. One method per RPC; a raw request method for bad input.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use callbackd::config::Config;
+use callbackd::App;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use prost::Message;
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+
+pub const STORE_PATH: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
+pub const TOOL_PATH: &str = "/sdk.v1.SdkCustomToolCallbackService/CallCustomTool";
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub store_token: String,
+    pub tool_token: String,
+    pub dir: tempfile::TempDir,
+    pub db: std::path::PathBuf,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// An HTTP response, whole.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Bytes,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The Connect error code of an error response.
+    pub fn code(&self) -> String {
+        assert_ne!(
+            self.status,
+            200,
+            "expected an error, got 200: {}",
+            self.text()
+        );
+        assert!(
+            self.content_type.starts_with("application/json"),
+            "{self:?}"
+        );
+        self.json()["code"].as_str().expect("code").to_string()
+    }
+
+    pub fn message(&self) -> String {
+        self.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// How a request body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// `Transfer-Encoding: chunked`, no length: what the bridge sends.
+    Chunked,
+    ContentLength,
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Spawns with a config tweak applied over the test defaults.
+    pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::spawn_in(dir, tweak).await
+    }
+
+    /// Spawns on an existing directory (to restart on the same database).
+    pub async fn spawn_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        if std::env::var_os("TEST_LOG").is_some() {
+            callbackd::telemetry::init(&Default::default());
+        }
+        let db = dir.path().join("test.db");
+        let mut config = Config::default();
+        config.server.listen = "127.0.0.1:0".into();
+        config.store.path = db.clone();
+        tweak(&mut config);
+        let app = App::build(config).await.expect("app builds");
+        let addr = app.local_addr();
+        let store_token = app.tokens().store.expose().to_string();
+        let tool_token = app.tokens().tool.expose().to_string();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            app.run_until(async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        TestApp {
+            addr,
+            store_token,
+            tool_token,
+            dir,
+            db,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    /// Stops the server and waits for it to drain; returns the directory for a restart.
+    pub async fn stop(mut self) -> tempfile::TempDir {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.expect("server task");
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::mem::replace(&mut self.dir, dir)
+    }
+
+    /// A raw POST (or other method) with the given headers and body framing.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+        framing: Framing,
+    ) -> Resp {
+        let stream = TcpStream::connect(self.addr).await.expect("connect");
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .expect("handshake");
+        tokio::spawn(conn);
+        let mut builder = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", self.addr.to_string());
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let body: Bytes = body.into();
+        let resp = match framing {
+            Framing::ContentLength => {
+                let req = builder.body(Full::new(body).boxed()).expect("request");
+                sender.send_request(req).await
+            }
+            Framing::Chunked => {
+                let stream = futures_util::stream::iter(vec![Ok::<_, std::convert::Infallible>(
+                    Frame::data(body),
+                )]);
+                let req = builder
+                    .body(StreamBody::new(stream).boxed())
+                    .expect("request");
+                sender.send_request(req).await
+            }
+        }
+        .expect("response");
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap_or_default().to_string())
+            .unwrap_or_default();
+        let body = resp.into_body().collect().await.expect("body").to_bytes();
+        Resp {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    /// CallStore with the JSON codec, framed like the bridge (chunked).
+    pub async fn call_store(&self, substore: &str, method: &str, input: Value) -> Resp {
+        self.call_store_framed(substore, method, input, Framing::Chunked)
+            .await
+    }
+
+    pub async fn call_store_framed(
+        &self,
+        substore: &str,
+        method: &str,
+        input: Value,
+        framing: Framing,
+    ) -> Resp {
+        let body = json!({"substore": substore, "method": method, "input": input}).to_string();
+        self.store_raw(body, framing).await
+    }
+
+    /// CallStore with a raw JSON body, the store token and the bridge's headers.
+    pub async fn store_raw(&self, body: impl Into<Bytes>, framing: Framing) -> Resp {
+        let auth = format!("Bearer {}", self.store_token);
+        self.request(
+            "POST",
+            STORE_PATH,
+            &[
+                ("content-type", "application/json"),
+                ("connect-protocol-version", "1"),
+                ("authorization", &auth),
+            ],
+            body,
+            framing,
+        )
+        .await
+    }
+
+    /// CallStore that must succeed; returns `output` (None when unset).
+    pub async fn store_ok(&self, substore: &str, method: &str, input: Value) -> Option<Value> {
+        let resp = self.call_store(substore, method, input).await;
+        assert_eq!(resp.status, 200, "{substore}.{method}: {}", resp.text());
+        assert_eq!(resp.content_type, "application/json");
+        let body = resp.json();
+        match body.get("output") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.clone()),
+        }
+    }
+
+    /// CallStore that must fail; returns (code, message).
+    pub async fn store_err(&self, substore: &str, method: &str, input: Value) -> (String, String) {
+        let resp = self.call_store(substore, method, input).await;
+        (resp.code(), resp.message())
+    }
+
+    /// CallStore with the binary protobuf codec; returns `output` as JSON (None when unset).
+    pub async fn store_proto(
+        &self,
+        substore: &str,
+        method: &str,
+        input: Value,
+    ) -> Result<Option<Value>, Resp> {
+        let req = callbackd::proto::CallStoreRequest {
+            substore: substore.into(),
+            method: method.into(),
+            input: callbackd::rpc::codec::json_to_struct(&input),
+        };
+        let auth = format!("Bearer {}", self.store_token);
+        let resp = self
+            .request(
+                "POST",
+                STORE_PATH,
+                &[
+                    ("content-type", "application/proto"),
+                    ("authorization", &auth),
+                ],
+                req.encode_to_vec(),
+                Framing::Chunked,
+            )
+            .await;
+        if resp.status != 200 {
+            return Err(resp);
+        }
+        assert_eq!(resp.content_type, "application/proto");
+        let out =
+            callbackd::proto::CallStoreResponse::decode(resp.body.clone()).expect("proto response");
+        Ok(out
+            .output
+            .map(|s| callbackd::rpc::codec::struct_to_json(&s).expect("json")))
+    }
+
+    /// Rows of a table, straight from the database file.
+    pub fn count(&self, sql: &str) -> i64 {
+        let conn = rusqlite::Connection::open(&self.db).expect("open db");
+        conn.query_row(sql, [], |r| r.get(0)).expect("count")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A minimal agent document.
+pub fn agent(id: &str, cwd: &str, updated_at: i64) -> Value {
+    json!({
+        "agentId": id, "cwd": cwd, "status": "idle", "activeRunId": null, "name": "New Agent",
+        "createdAt": updated_at, "updatedAt": updated_at,
+        "sdkMetadata": {"blobEncryptionKey": "00ff".repeat(16)}
+    })
+}
+
+/// A run document as the bridge sends it (every key, nulls included).
+pub fn run(agent_id: &str, run_id: &str, turn: i64) -> Value {
+    json!({
+        "runId": run_id, "requestId": null, "agentId": agent_id, "turnNumber": turn,
+        "status": "queued", "model": {"id": "composer-2"}, "result": null, "error": null,
+        "usageRef": null, "usage": null, "createdAt": 1_780_000_000_000i64 + turn,
+        "updatedAt": 1_780_000_000_000i64 + turn, "startedAt": null, "endedAt": null,
+        "startCheckpointRef": null, "latestCheckpointRef": null
+    })
+}

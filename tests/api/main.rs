@@ -1,0 +1,13 @@
+//! Integration tests: the real daemon on 127.0.0.1, a random port and a temp-dir database,
+//! driven over HTTP. One test binary; `helpers` has the `TestApp`.
+
+mod helpers;
+
+mod connect_errors;
+mod crash;
+mod store_agents;
+mod store_checkpoints;
+mod store_concurrency;
+mod store_fidelity;
+mod store_run_events;
+mod store_runs;

@@ -1,0 +1,92 @@
+//! Concurrent callers: appends to one run get unique, gap-free seqs; one idempotency key
+//! yields one event; one of several racing creates wins.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::helpers::TestApp;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_appends_to_one_run_get_unique_gap_free_seqs() {
+    let app = Arc::new(TestApp::spawn().await);
+    let tasks: Vec<_> = (0..64)
+        .map(|i| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let ev = app
+                    .store_ok(
+                        "runEvents",
+                        "append",
+                        json!({"runId": "r", "eventType": "e", "payload": {"i": i}}),
+                    )
+                    .await
+                    .unwrap();
+                ev["seq"].as_u64().unwrap()
+            })
+        })
+        .collect();
+    let mut seqs = Vec::new();
+    for t in tasks {
+        seqs.push(t.await.unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=64).collect::<Vec<_>>());
+    let out = app
+        .store_ok("runEvents", "list", json!({"runId": "r", "limit": 1000}))
+        .await
+        .unwrap();
+    assert_eq!(out["items"].as_array().unwrap().len(), 64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_appends_with_one_idempotency_key_store_one_event() {
+    let app = Arc::new(TestApp::spawn().await);
+    let tasks: Vec<_> = (0..32)
+        .map(|i| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                app.store_ok(
+                    "runEvents",
+                    "append",
+                    json!({"runId": "r", "eventType": "e", "payload": i, "idempotencyKey": "once"}),
+                )
+                .await
+                .unwrap()
+            })
+        })
+        .collect();
+    let mut docs = Vec::new();
+    for t in tasks {
+        docs.push(t.await.unwrap());
+    }
+    assert!(
+        docs.windows(2).all(|w| w[0] == w[1]),
+        "every caller sees the same event"
+    );
+    assert_eq!(docs[0]["seq"], 1);
+    assert_eq!(app.count("SELECT count(*) FROM run_events"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_creates_of_one_agent_have_exactly_one_winner() {
+    let app = Arc::new(TestApp::spawn().await);
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let doc = json!({"agentId": "same", "cwd": format!("/ws{i}"), "updatedAt": i});
+                app.call_store("agents", "create", json!({"agent": doc}))
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1);
+    assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 15);
+    assert_eq!(app.count("SELECT count(*) FROM agents"), 1);
+}
