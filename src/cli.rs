@@ -33,6 +33,9 @@ pub enum Command {
     CheckConfig(ConfigArgs),
     /// Create or upgrade the database schema, and exit.
     Migrate(ConfigArgs),
+    /// Verify the database offline: SQLite's integrity check and every checkpoint blob's
+    /// checksum. Exits non-zero when anything is wrong.
+    Check(ConfigArgs),
     /// Print the commented example configuration.
     PrintConfig,
 }

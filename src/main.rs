@@ -56,6 +56,36 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Check(args) => {
+            let config = load(&args)?;
+            let path = &config.store.path;
+            anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
+            let report = callbackd::store::sqlite::check::check(path)
+                .with_context(|| format!("checking {}", path.display()))?;
+            println!(
+                "database {} (schema version {})",
+                path.display(),
+                report.schema_version
+            );
+            for line in &report.integrity_errors {
+                println!("integrity: {line}");
+            }
+            for (ns, agent, blob) in &report.corrupt_blobs {
+                println!("corrupt checkpoint blob {blob} of agent {agent} (namespace {ns}): checksum mismatch");
+            }
+            println!(
+                "integrity_check: {}; checkpoint blobs: {} checked, {} corrupt",
+                if report.integrity_errors.is_empty() {
+                    "ok"
+                } else {
+                    "FAILED"
+                },
+                report.blobs_checked,
+                report.corrupt_blobs.len()
+            );
+            anyhow::ensure!(report.is_ok(), "the database has problems (see above)");
+            Ok(())
+        }
         Command::Migrate(args) => {
             let config = load(&args)?;
             let store = SqliteStore::open(&config.store.sqlite_options())

@@ -6,6 +6,7 @@
 
 mod agents;
 mod cascade;
+pub mod check;
 mod checkpoints;
 pub mod migrate;
 mod run_events;
