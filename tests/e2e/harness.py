@@ -385,7 +385,9 @@ class BridgeClient:
 
     def stream(self, method: str, body: dict, timeout: float = 120) -> list[dict]:
         """Server-streaming call (application/connect+json). Returns every message; raises
-        ConnectError when the end-of-stream frame carries an error."""
+        ConnectError when the end-of-stream frame carries an error. `timeout` bounds the whole
+        call (the bridge sends keep-alive messages, so a per-read timeout alone never fires)."""
+        deadline = time.monotonic() + timeout
         c = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         try:
             payload = json.dumps(body).encode()
@@ -401,6 +403,11 @@ class BridgeClient:
                 raise ConnectError(method, r.status, obj.get("code", "?"), obj.get("message", data[:300].decode(errors="replace")))
             msgs = []
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{method} did not finish within {timeout}s; got {len(msgs)} messages: "
+                                       f"{json.dumps(msgs)[-1500:]}")
+                c.sock.settimeout(left)
                 h = r.read(5)
                 if len(h) < 5:
                     raise ConnectError(method, 200, "unknown", "stream ended without an end-of-stream frame", msgs)
@@ -435,7 +442,7 @@ class BridgeClient:
         return self.call("ResumeAgent", {"agentId": agent_id,
                                          "options": {"model": {"id": "composer-2"}, "apiKey": "dummy", "local": local}})
 
-    def send(self, agent_id: str, text: str, timeout: float = 120) -> tuple[list[dict], dict]:
+    def send(self, agent_id: str, text: str, timeout: float = 60) -> tuple[list[dict], dict]:
         """Send one message; return (stream messages, the RunResult of the `result` message)."""
         msgs = self.stream("Send", {"agentId": agent_id, "message": {"text": text},
                                     "options": {"enableDeltas": True, "enableSteps": True}}, timeout=timeout)

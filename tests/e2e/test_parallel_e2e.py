@@ -64,3 +64,8 @@ def test_three_agents_in_parallel_two_tool_turns_each(make_stack):
     # and the bridge can read each agent's checkpoint back through callbackd
     for agent_id, runs in results.items():
         c.call("GetRun", {"runId": runs[1]["runId"], **({"options": {"cwd": str(st.ws2)}} if agent_id == agents[2] else {})})
+
+    # last, as it needs callbackd's echo tool: every tool call succeeded and got its own args back
+    for r in st.backend.mcp_results():
+        assert "success" in r, f"a tool call failed: {r}"
+        assert r["success"].get("structuredContent") == {"text": "ping"}, r
