@@ -31,7 +31,7 @@ def setup_env() -> dict:
 # ---- process hygiene -------------------------------------------------------------------------
 @pytest.fixture(scope="session", autouse=True)
 def no_leftover_processes(tmp_path_factory):
-    root = str(tmp_path_factory.getbasetemp())
+    root = os.path.join(str(tmp_path_factory.getbasetemp()), "")    # trailing "/": pytest-1 is not pytest-12
     yield
     for p in h.Proc.registry:
         p.kill()

@@ -143,3 +143,47 @@ def test_python_sdk_attaches_to_callbackd_run(setup_env, tmp_path):
         assert db.agent_doc(agent_id)["cwd"] == str(ws)
         assert [r["status"] for r in db.run_docs(agent_id)] == ["finished"]
     assert stop_run(run) == 0, run.proc.tail()
+
+
+def test_memory_note_survives_restart(setup_env, tmp_path):
+    """The built-in `memory` tool: a note written in turn 1 is read back in turn 3, after
+    `callbackd run` was stopped and started again; DeleteAgent removes the agent's notes too."""
+    decls = {"memory": {"description": "Per-agent notebook", "inputSchema": {"type": "object"}}}
+    backend = h.FakeBackend(setup_env, tmp_path, "text")
+    ws = tmp_path / "ws"
+    db_path = tmp_path / "callbackd.db"
+    tokens = h.rand_token(), h.rand_token()
+    note = "ship v1 on Friday ✓"
+
+    run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db_path, *tokens)
+    c = run.client
+    agent = c.create_agent(ws, name="remembers", custom_tools=decls)
+    backend.post_script({"steps": [{"text": "Saving a note."},
+                                   {"tool": "memory", "args": {"action": "set", "key": "plan", "value": note}},
+                                   {"textFromLastTool": "saved: "}]})
+    _, r1 = c.send(agent, "Remember the plan.")
+    assert r1["status"] == FINISHED, r1
+    _, r2 = c.send(agent, "Just chat.")
+    assert r2["status"] == FINISHED, r2
+    assert stop_run(run) == 0, run.proc.tail()
+
+    run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db_path, *tokens)
+    c = run.client
+    assert c.resume_agent(agent, ws, custom_tools=decls)["agentId"] == agent
+    backend.post_script({"steps": [{"tool": "memory", "args": {"action": "get", "key": "plan"}},
+                                   {"textFromLastTool": "note: "}]})
+    _, r3 = c.send(agent, "What was the plan?")
+    assert r3["status"] == FINISHED, r3
+    results = backend.mcp_results()
+    assert len(results) == 2 and all("success" in r for r in results), results
+    got = results[1]["success"]["structuredContent"]
+    assert got.get("found") is True and got.get("value") == note, got
+    assert note in r3["result"]["result"]
+
+    run_ids = [r["runId"] for r in (r1, r2, r3)]
+    with h.DB(db_path) as db:
+        assert db.count("memory_notes", "agent_id = ?", (agent,)) == 1
+    c.call("DeleteAgent", {"agentId": agent})
+    with h.DB(db_path) as db:
+        assert db.rows_for_agent(agent, run_ids) == {}, "rows of the deleted agent are left (memory notes included)"
+    assert stop_run(run) == 0, run.proc.tail()
