@@ -53,14 +53,22 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture(autouse=True)
-def kill_test_processes(request):
-    """Kill every process the test started, even when it fails."""
+def kill_test_processes(request, tmp_path):
+    """Stop every process the test started, even when it fails: SIGTERM to each process group
+    (so `callbackd run` can stop its bridge), SIGKILL after a grace period, then SIGKILL for
+    anything else whose command line names this test's tmp dir (only ours can)."""
     start, start_adopted = len(h.Proc.registry), len(h.Proc.adopted)
     request.node._e2e_proc_start = start
     yield
-    for p in h.Proc.registry[start:]:
-        p.kill()
+    for p in reversed(h.Proc.registry[start:]):
+        if p.alive() or p.group_alive():
+            p.stop(signal.SIGTERM, timeout=5)
     h.kill_adopted()
+    for pid, _ in h.live_pids_mentioning(os.path.join(str(tmp_path), "")):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     alive = [(p.name, p.pid) for p in h.Proc.registry[start:] if p.group_alive()]
     alive += [("adopted", pid) for pid in h.Proc.adopted[start_adopted:] if h.pid_alive(pid)]
     assert not alive, f"could not kill {alive}"
