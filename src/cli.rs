@@ -22,6 +22,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the daemon (the default).
     Serve(ConfigArgs),
+    /// Run the daemon with the bridge as its child: the callback flags go on the bridge's
+    /// argv, its stderr is relayed, signals are forwarded, and callbackd exits with its status.
+    Run(RunArgs),
     /// Print the flags that point the bridge at this daemon.
     BridgeArgs {
         #[command(flatten)]
@@ -38,6 +41,23 @@ pub enum Command {
     Check(ConfigArgs),
     /// Print the commented example configuration.
     PrintConfig,
+}
+
+/// `callbackd run [OPTIONS] -- <bridge command> [ARGS...]`
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Write the bridge's ready JSON here (mode 0600) once it is ready; removed on exit.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
+    /// Seconds the bridge gets to exit after SIGINT/SIGTERM before its process group is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub stop_timeout: u64,
+    /// The bridge command and its arguments, after `--`. Without `--listen` (or a listen
+    /// address in the config or environment), callbackd listens on a free loopback port.
+    #[arg(last = true, required = true, value_name = "BRIDGE")]
+    pub bridge: Vec<std::ffi::OsString>,
 }
 
 /// Where the configuration comes from, with command-line overrides.

@@ -12,6 +12,7 @@
 //! - [`auth`]: bearer tokens as a tower layer; a token grants a namespace.
 //! - [`rpc`]: the two RPCs, where the protocol meets the store and the tools.
 //! - [`store`]: the substores as typed calls behind the [`Store`] trait; SQLite backend.
+//! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
 pub mod app;
@@ -25,6 +26,7 @@ pub mod secret;
 pub mod server;
 pub mod shutdown;
 pub mod store;
+pub mod supervisor;
 pub mod telemetry;
 pub mod tokens;
 

@@ -14,6 +14,10 @@ fn main() -> std::process::ExitCode {
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
+            // `callbackd run`: the bridge's own stderr already said why it stopped.
+            if let Some(exit) = e.downcast_ref::<callbackd::supervisor::BridgeExit>() {
+                return std::process::ExitCode::from(exit.exit_code());
+            }
             eprintln!("callbackd: error: {e:#}");
             std::process::ExitCode::FAILURE
         }
@@ -23,6 +27,7 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve(&args),
+        Command::Run(args) => run_bridge(args),
         Command::BridgeArgs { config, format } => {
             let config = load(&config)?;
             let tokens = tokens::resolve(&config.auth, &config.store.path)?;
@@ -136,4 +141,27 @@ fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
         eprintln!("callbackd ready {ready}");
         app.run_until(callbackd::shutdown::signal()).await
     })
+}
+
+/// `callbackd run -- <bridge>`: see the `supervisor` module.
+fn run_bridge(args: callbackd::cli::RunArgs) -> anyhow::Result<()> {
+    use callbackd::supervisor::{self, BridgeCommand, RunOptions};
+    // Refused before anything starts: the bridge command must not carry our flags.
+    let bridge = BridgeCommand::new(args.bridge)?;
+    let mut config = load(&args.config)?;
+    if !supervisor::user_chose_listen(args.config.config.as_deref(), args.config.listen.as_deref())
+    {
+        config.server.listen = supervisor::FREE_PORT_LISTEN.into();
+    }
+    telemetry::init(&config.log);
+    let opts = RunOptions {
+        ready_file: args.ready_file,
+        stop_timeout: std::time::Duration::from_secs(args.stop_timeout),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let exit = runtime.block_on(supervisor::run(App::builder(config), bridge, opts))?;
+    Ok(exit.into_result()?)
 }
