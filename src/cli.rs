@@ -41,6 +41,8 @@ pub enum Command {
     Check(ConfigArgs),
     /// Print the commented example configuration.
     PrintConfig,
+    /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.
+    Healthcheck(ConfigArgs),
 }
 
 /// `callbackd run [OPTIONS] -- <bridge command> [ARGS...]`

@@ -21,6 +21,7 @@ pub mod bridge;
 pub mod cli;
 pub mod config;
 pub mod connect;
+pub mod health;
 pub mod rpc;
 pub mod secret;
 pub mod server;

@@ -107,6 +107,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{EXAMPLE}");
             Ok(())
         }
+        Command::Healthcheck(args) => {
+            let config = load(&args)?;
+            let addr = config.server.listen_addr()?;
+            callbackd::health::probe(addr, std::time::Duration::from_secs(3))
+                .map_err(|e| anyhow::anyhow!("unhealthy: {e}"))
+        }
     }
 }
 

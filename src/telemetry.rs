@@ -1,6 +1,8 @@
 //! Logging: `tracing` to stderr, as text or JSON lines. Per-call lines carry the operation,
 //! outcome and latency; payloads and tokens are never logged.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogConfig, LogFormat};
@@ -14,6 +16,7 @@ pub fn init(config: &LogConfig) {
         .unwrap_or_else(|| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let result = match config.format {
         LogFormat::Text => builder.try_init(),
