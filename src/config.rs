@@ -150,7 +150,7 @@ pub struct ToolsConfig {
     pub timeout_ms: u64,
     /// Default number of concurrent calls of one tool.
     pub max_concurrency: usize,
-    /// Built-in tools switched off by name.
+    /// Tools switched off by name (built-in, command or plugin).
     pub disabled: Vec<String>,
     /// `[[tools.command]]`: tools that run a program.
     pub command: Vec<CommandToolConfig>,
@@ -189,6 +189,9 @@ pub struct CommandToolConfig {
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub max_concurrency: Option<usize>,
+    /// Largest stdout accepted; more fails the call and stops the program.
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
 }
 
 /// `[log]`

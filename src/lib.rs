@@ -12,6 +12,8 @@
 //! - [`auth`]: bearer tokens as a tower layer; a token grants a namespace.
 //! - [`rpc`]: the two RPCs, where the protocol meets the store and the tools.
 //! - [`store`]: the substores as typed calls behind the [`Store`] trait; SQLite backend.
+//! - [`tools`]: custom tools: the [`Tool`] plugin trait, the registry, command tools from
+//!   TOML, the built-in `echo` and `memory`, and the bounds every call runs under.
 //! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
@@ -30,10 +32,12 @@ pub mod store;
 pub mod supervisor;
 pub mod telemetry;
 pub mod tokens;
+pub mod tools;
 
 pub use app::App;
 pub use config::Config;
 pub use store::{Namespace, Store, StoreCall, StoreError};
+pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
 
 /// Generated protobuf messages of `proto/sdk/v1`.
 pub mod proto {

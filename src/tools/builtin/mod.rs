@@ -1,0 +1,21 @@
+//! The tools that ship with the daemon, registered explicitly at startup and each
+//! switchable with `tools.disabled`:
+//! - [`echo`]: returns its arguments unchanged (a diagnostic for the whole path);
+//! - [`memory`]: a small persistent notebook per agent, in the daemon's database.
+
+pub mod echo;
+pub mod memory;
+
+use std::sync::Arc;
+
+use super::Tool;
+use crate::store::sqlite::SqliteStore;
+
+/// The names of the built-in tools.
+pub const NAMES: &[&str] = &[echo::NAME, memory::NAME];
+
+/// Every built-in tool. Without a store (e.g. for `tools export`), `memory` is still
+/// declared but answers every call with an error.
+pub fn builtins(store: Option<Arc<SqliteStore>>) -> Vec<Arc<dyn Tool>> {
+    vec![Arc::new(echo::Echo), Arc::new(memory::Memory::new(store))]
+}
