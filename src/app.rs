@@ -17,6 +17,8 @@ use crate::rpc::{self, RpcState};
 use crate::server::{self, ServerLimits};
 use crate::store::sqlite::SqliteStore;
 use crate::tokens::{self, Tokens};
+use crate::tools::builtin::builtins;
+use crate::tools::{Tool, ToolRegistry};
 
 /// A built daemon, listening but not yet serving.
 pub struct App {
@@ -28,15 +30,19 @@ pub struct App {
     limits: ServerLimits,
 }
 
-/// Builds an [`App`]; the place where plugins will be added before `build`.
+/// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
 pub struct AppBuilder {
     config: Config,
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl App {
     /// Starts building a daemon from a validated configuration.
     pub fn builder(config: Config) -> AppBuilder {
-        AppBuilder { config }
+        AppBuilder {
+            config,
+            tools: Vec::new(),
+        }
     }
 
     /// Builds with no extra tools.
@@ -70,6 +76,28 @@ impl App {
 }
 
 impl AppBuilder {
+    /// Adds a plugin tool, served next to the built-in and `[[tools.command]]` tools. A
+    /// name used twice fails [`build`](Self::build); `tools.disabled` can switch it off.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// [`tool`](Self::tool) for a tool that is already shared.
+    pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// What `callbackd tools export` prints, for this builder's tools: the JSON an adapter
+    /// puts in CreateAgent `options.local.customTools` (name -> description, inputSchema,
+    /// outputSchema), for every enabled tool. Opens nothing: no store, no listener.
+    pub fn tool_declarations(&self) -> anyhow::Result<serde_json::Value> {
+        let registry = ToolRegistry::from_config(&self.config.tools, builtins(None), &self.tools)
+            .context("invalid tool configuration")?;
+        Ok(registry.declarations())
+    }
+
     pub async fn build(self) -> anyhow::Result<App> {
         let config = self.config;
         config.validate()?;
@@ -81,6 +109,13 @@ impl AppBuilder {
                 .context("opening the store")??
         };
         let store = Arc::new(store);
+        let registry =
+            ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
+                .context("invalid tool configuration")?;
+        tracing::info!(
+            tools = %registry.names().collect::<Vec<_>>().join(","),
+            "custom tools registered"
+        );
         let addr = config.server.listen_addr()?;
         let listener = TcpListener::bind(addr)
             .await
@@ -89,7 +124,7 @@ impl AppBuilder {
         let s = &config.server;
         let state = RpcState {
             store: store.clone(),
-            tools: rpc::tools::ToolService::default(),
+            tools: rpc::tools::ToolService::new(Arc::new(registry)),
             limits: UnaryLimits {
                 max_body_bytes: s.max_body_bytes,
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),

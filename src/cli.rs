@@ -43,6 +43,11 @@ pub enum Command {
     PrintConfig,
     /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.
     Healthcheck(ConfigArgs),
+    /// Custom tools (`tools export`).
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
 }
 
 /// `callbackd run [OPTIONS] -- <bridge command> [ARGS...]`
@@ -84,4 +89,13 @@ pub enum ArgsFormat {
     Env,
     /// A JSON object, for programs.
     Json,
+}
+
+/// `callbackd tools ...`
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Print the JSON an adapter puts in CreateAgent `options.local.customTools` (tool name ->
+    /// description, inputSchema, outputSchema) for every enabled built-in and
+    /// `[[tools.command]]` tool.
+    Export(ConfigArgs),
 }

@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 
 use callbackd::bridge::{self, BridgeArgs};
-use callbackd::cli::{ArgsFormat, Cli, Command, ConfigArgs};
+use callbackd::cli::{ArgsFormat, Cli, Command, ConfigArgs, ToolsCommand};
 use callbackd::config::{Config, EXAMPLE};
 use callbackd::store::sqlite::{migrate, SqliteStore};
 use callbackd::{telemetry, tokens, App};
@@ -112,6 +112,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let addr = config.server.listen_addr()?;
             callbackd::health::probe(addr, std::time::Duration::from_secs(3))
                 .map_err(|e| anyhow::anyhow!("unhealthy: {e}"))
+        }
+        Command::Tools {
+            command: ToolsCommand::Export(args),
+        } => {
+            let config = load(&args)?;
+            let declarations = App::builder(config).tool_declarations()?;
+            println!("{}", serde_json::to_string_pretty(&declarations)?);
+            Ok(())
         }
     }
 }

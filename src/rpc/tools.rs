@@ -1,26 +1,276 @@
-//! `CallCustomTool`. Placeholder until the tool registry lands: every call answers
-//! `unimplemented`, after authentication and protocol checks.
+//! `CallCustomTool`: `{toolName, args, toolCallId, agentId}` -> [`ToolRegistry`] ->
+//! `{result}`.
+//!
+//! Connect errors are only for requests that cannot be routed: a missing `toolName` or
+//! `agentId`, `args` that is not an object (`invalid_argument`), a tool this daemon does not
+//! serve (`not_found`, naming it). Everything that happens inside a call — bad arguments,
+//! a failure, a timeout, a panic — is an error *result* (HTTP 200, `isError: true`) that the
+//! model reads (contract §4.3). One log line per call: tool, agent, outcome, latency; never
+//! the arguments.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use axum::Extension;
 use http::HeaderMap;
+use prost::Message;
+use serde_json::{Map, Value};
 
+use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
-use crate::connect::{read_unary, Code, ConnectError};
+use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
+use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
+use crate::store::Namespace;
+use crate::tools::invoke::{invoke, Call};
+use crate::tools::{error_result, ToolError, ToolRegistry};
 
-/// The tool side of the daemon (registry and limits).
+/// The tool side of the daemon: the registry calls are dispatched to.
 #[derive(Clone, Default)]
-pub struct ToolService {}
+pub struct ToolService {
+    registry: Arc<ToolRegistry>,
+}
+
+impl ToolService {
+    pub fn new(registry: Arc<ToolRegistry>) -> Self {
+        ToolService { registry }
+    }
+
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+}
+
+/// A parsed request.
+struct ToolRequest {
+    tool_name: String,
+    agent_id: String,
+    tool_call_id: Option<String>,
+    args: Value,
+}
 
 pub async fn call_custom_tool(
     State(state): State<RpcState>,
+    Extension(ns): Extension<Namespace>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match read_unary(&headers, body, state.limits).await {
-        Ok(_) => ConnectError::new(Code::Unimplemented, "custom tools are not available yet")
-            .into_response(),
-        Err(e) => e.into_response(),
+    let mut log = CallLog::new();
+    let response = handle(&state, ns, &headers, body, &mut log).await;
+    log.finish(match &response {
+        Ok((_, outcome)) => outcome,
+        Err(e) => e.code.as_str(),
+    });
+    match response {
+        Ok((response, _)) => response,
+        Err(e) => axum::response::IntoResponse::into_response(e),
     }
+}
+
+async fn handle(
+    state: &RpcState,
+    ns: Namespace,
+    headers: &HeaderMap,
+    body: Body,
+    log: &mut CallLog,
+) -> Result<(Response, &'static str), ConnectError> {
+    let req = read_unary(headers, body, state.limits).await?;
+    let call = match req.codec {
+        Codec::Json => parse_json(&req.body)?,
+        Codec::Proto => parse_proto(&req.body)?,
+    };
+    log.tool = call.tool_name.clone();
+    log.agent_id = call.agent_id.clone();
+    let registry = state.tools.registry();
+    let Some(tool) = registry.get(&call.tool_name) else {
+        let served: Vec<&str> = registry.names().collect();
+        return Err(ConnectError::new(
+            Code::NotFound,
+            format!(
+                "unknown custom tool {:?}: this daemon serves {}",
+                call.tool_name,
+                if served.is_empty() {
+                    "no tools".to_string()
+                } else {
+                    served.join(", ")
+                }
+            ),
+        ));
+    };
+    let outcome = invoke(
+        &tool,
+        call.args,
+        Call {
+            agent_id: call.agent_id,
+            tool_call_id: call.tool_call_id,
+            namespace: ns,
+            timeout: req.timeout,
+        },
+    )
+    .await;
+    let (result, label) = match outcome {
+        Ok(result) => (result, "ok"),
+        Err(e) => {
+            // Argument errors quote the arguments, which are never logged.
+            if !matches!(e, ToolError::InvalidArgs(_)) {
+                log.error = Some(e.to_string());
+            }
+            (error_result(&e), e.outcome())
+        }
+    };
+    Ok((encode(req.codec, &result), label))
+}
+
+fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ConnectError::invalid_argument("request body is not valid UTF-8"))?;
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        ConnectError::invalid_argument(format!(
+            "invalid JSON for sdk.v1.CallCustomToolRequest: {e}"
+        ))
+    })?;
+    let Value::Object(mut obj) = value else {
+        return Err(ConnectError::invalid_argument(
+            "request body must be a JSON object (sdk.v1.CallCustomToolRequest)",
+        ));
+    };
+    // proto3 JSON accepts the JSON name and the proto field name alike.
+    let mut take = |json: &str, proto: &str| match obj.remove(json) {
+        Some(v) => Some(v),
+        None => obj.remove(proto),
+    };
+    let tool_name = required_string(take("toolName", "tool_name"), "toolName")?;
+    let agent_id = required_string(take("agentId", "agent_id"), "agentId")?;
+    let tool_call_id = match take("toolCallId", "tool_call_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s).filter(|s| !s.is_empty()),
+        Some(_) => {
+            return Err(ConnectError::invalid_argument(
+                "toolCallId must be a string",
+            ))
+        }
+    };
+    let args = match take("args", "args") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => return Err(ConnectError::invalid_argument("args must be a JSON object")),
+    };
+    Ok(ToolRequest {
+        tool_name,
+        agent_id,
+        tool_call_id,
+        args,
+    })
+}
+
+fn required_string(v: Option<Value>, name: &str) -> Result<String, ConnectError> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        None | Some(Value::Null) | Some(Value::String(_)) => Err(ConnectError::invalid_argument(
+            format!("{name} is required"),
+        )),
+        Some(_) => Err(ConnectError::invalid_argument(format!(
+            "{name} must be a string"
+        ))),
+    }
+}
+
+fn parse_proto(body: &[u8]) -> Result<ToolRequest, ConnectError> {
+    let req = CallCustomToolRequest::decode(body).map_err(|e| {
+        ConnectError::invalid_argument(format!(
+            "invalid protobuf for sdk.v1.CallCustomToolRequest: {e}"
+        ))
+    })?;
+    let args = match &req.args {
+        Some(s) => struct_to_json(s)
+            .map_err(|e| ConnectError::invalid_argument(format!("invalid args: {e}")))?,
+        None => Value::Object(Map::new()),
+    };
+    let tool_name = required_string(Some(Value::String(req.tool_name)), "toolName")?;
+    let agent_id = required_string(Some(Value::String(req.agent_id)), "agentId")?;
+    Ok(ToolRequest {
+        tool_name,
+        agent_id,
+        tool_call_id: req.tool_call_id.filter(|s| !s.is_empty()),
+        args,
+    })
+}
+
+fn encode(codec: Codec, result: &Value) -> Response {
+    match codec {
+        Codec::Json => {
+            let body = serde_json::json!({ "result": result }).to_string();
+            unary_response(Codec::Json, body)
+        }
+        Codec::Proto => {
+            // Results are always objects by now (`result_of` wraps everything else).
+            let response = CallCustomToolResponse {
+                result: json_to_struct(result),
+            };
+            unary_response(Codec::Proto, response.encode_to_vec())
+        }
+    }
+}
+
+/// The one log line of a call, written when the call ends — also when it never does
+/// because the bridge hung up and hyper dropped the request (outcome `cancelled`).
+struct CallLog {
+    started: Instant,
+    tool: String,
+    agent_id: String,
+    error: Option<String>,
+    done: bool,
+}
+
+impl CallLog {
+    fn new() -> Self {
+        CallLog {
+            started: Instant::now(),
+            tool: "?".into(),
+            agent_id: "?".into(),
+            error: None,
+            done: false,
+        }
+    }
+
+    fn finish(&mut self, outcome: &str) {
+        self.done = true;
+        self.write(outcome);
+    }
+
+    fn write(&self, outcome: &str) {
+        let latency_us = latency_us(self.started.elapsed());
+        match &self.error {
+            None => tracing::info!(
+                target: "callbackd::tools",
+                tool = %self.tool,
+                agent_id = %self.agent_id,
+                outcome,
+                latency_us,
+            ),
+            Some(error) => tracing::info!(
+                target: "callbackd::tools",
+                tool = %self.tool,
+                agent_id = %self.agent_id,
+                outcome,
+                latency_us,
+                error = %error,
+            ),
+        }
+    }
+}
+
+impl Drop for CallLog {
+    fn drop(&mut self) {
+        if !self.done {
+            self.write("cancelled");
+        }
+    }
+}
+
+fn latency_us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

@@ -6,6 +6,7 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
+use callbackd::app::AppBuilder;
 use callbackd::config::Config;
 use callbackd::App;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -89,6 +90,15 @@ impl TestApp {
 
     /// Spawns on an existing directory (to restart on the same database).
     pub async fn spawn_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        Self::spawn_built(dir, tweak, |b| b).await
+    }
+
+    /// Spawns with a config tweak and additions to the builder (plugin tools).
+    pub async fn spawn_built(
+        dir: tempfile::TempDir,
+        tweak: impl FnOnce(&mut Config),
+        extend: impl FnOnce(AppBuilder) -> AppBuilder,
+    ) -> TestApp {
         if std::env::var_os("TEST_LOG").is_some() {
             callbackd::telemetry::init(&Default::default());
         }
@@ -97,7 +107,10 @@ impl TestApp {
         config.server.listen = "127.0.0.1:0".into();
         config.store.path = db.clone();
         tweak(&mut config);
-        let app = App::build(config).await.expect("app builds");
+        let app = extend(App::builder(config))
+            .build()
+            .await
+            .expect("app builds");
         let addr = app.local_addr();
         let store_token = app.tokens().store.expose().to_string();
         let tool_token = app.tokens().tool.expose().to_string();

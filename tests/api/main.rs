@@ -11,3 +11,4 @@ mod store_concurrency;
 mod store_fidelity;
 mod store_run_events;
 mod store_runs;
+mod tools;
