@@ -52,12 +52,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let config = load(&args)?;
             let tokens = tokens::resolve(&config.auth, &config.store.path)?;
             drop(tokens);
+            // Tool names, schemas and command blocks are checked when the registry is built.
+            let tools = App::builder(config.clone()).tool_declarations()?;
             println!(
-                "config ok: listen {}, database {}, sync {:?}, max body {} bytes",
+                "config ok: listen {}, database {}, sync {:?}, max body {} bytes, tools {}",
                 config.server.listen,
                 config.store.path.display(),
                 config.store.sync,
-                config.server.max_body_bytes
+                config.server.max_body_bytes,
+                tools.as_object().map_or(0, |t| t.len())
             );
             Ok(())
         }
