@@ -15,10 +15,14 @@ pub fn probe(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
             std::net::Ipv6Addr::LOCALHOST.into()
         });
     }
-    let mut stream =
-        TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("cannot connect to {addr}: {e}"))?;
-    stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    let mut stream = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
     stream
         .write_all(b"GET /healthz HTTP/1.1\r\nhost: callbackd\r\nconnection: close\r\n\r\n")
         .map_err(|e| format!("cannot send to {addr}: {e}"))?;
@@ -29,6 +33,9 @@ pub fn probe(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
     if &head[..] == b"HTTP/1.1 200" {
         Ok(())
     } else {
-        Err(format!("{addr} answered {:?}", String::from_utf8_lossy(&head)))
+        Err(format!(
+            "{addr} answered {:?}",
+            String::from_utf8_lossy(&head)
+        ))
     }
 }
