@@ -119,6 +119,10 @@ pub struct StoreConfig {
     pub sync: SyncMode,
     pub max_page_size: usize,
     pub busy_timeout_ms: u64,
+    /// Caps the database at this many pages (SQLite `max_page_count`; pages are 4 KiB), so
+    /// writes beyond it answer `resource_exhausted` as on a full disk. For tests of the
+    /// full-disk path and as a crude quota; unset (no cap) by default.
+    pub max_pages: Option<u64>,
 }
 
 impl Default for StoreConfig {
@@ -128,6 +132,7 @@ impl Default for StoreConfig {
             sync: SyncMode::Normal,
             max_page_size: 1000,
             busy_timeout_ms: 5000,
+            max_pages: None,
         }
     }
 }
@@ -138,6 +143,7 @@ impl StoreConfig {
         opts.sync = self.sync;
         opts.max_page_size = self.max_page_size;
         opts.busy_timeout = Duration::from_millis(self.busy_timeout_ms);
+        opts.max_page_count = self.max_pages;
         opts
     }
 }
