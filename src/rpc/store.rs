@@ -64,10 +64,7 @@ async fn handle(
     name: &mut &'static str,
 ) -> Result<Response, ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
-    let call = match req.codec {
-        Codec::Json => parse_json(&req.body)?,
-        Codec::Proto => parse_proto(&req.body)?,
-    };
+    let call = decode_request(req.codec, &req.body)?;
     *name = call.name();
     let fut = state.store.call(ns, call);
     let output = match req.timeout {
@@ -85,6 +82,15 @@ async fn handle(
     encode(req.codec, output)
 }
 
+/// Decodes a `CallStore` request body into a typed call. Every failure is a client
+/// mistake (`invalid_argument`); public so the property tests can drive it directly.
+pub fn decode_request(codec: Codec, body: &[u8]) -> Result<StoreCall, ConnectError> {
+    match codec {
+        Codec::Json => parse_json(body),
+        Codec::Proto => parse_proto(body),
+    }
+}
+
 fn parse_json(body: &[u8]) -> Result<StoreCall, ConnectError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| ConnectError::invalid_argument("request body is not valid UTF-8"))?;
@@ -94,11 +100,7 @@ fn parse_json(body: &[u8]) -> Result<StoreCall, ConnectError> {
             "request body must be a JSON object (sdk.v1.CallStoreRequest)",
         ));
     }
-    if nesting_depth(text.as_bytes()) > MAX_JSON_DEPTH {
-        return Err(ConnectError::invalid_argument(format!(
-            "request JSON is nested deeper than {MAX_JSON_DEPTH} levels"
-        )));
-    }
+    check_json_text(text.as_bytes()).map_err(ConnectError::invalid_argument)?;
     let req: JsonRequest<'_> = serde_json::from_str(text).map_err(|e| {
         ConnectError::invalid_argument(format!("invalid JSON for sdk.v1.CallStoreRequest: {e}"))
     })?;
@@ -111,31 +113,93 @@ fn parse_json(body: &[u8]) -> Result<StoreCall, ConnectError> {
 /// with a recursion limit (serde_json's is 128; the proto codec's reads use it).
 const MAX_JSON_DEPTH: usize = 100;
 
-/// The deepest `[`/`{` nesting of JSON text, ignoring brackets inside strings. O(n), no
-/// recursion; it does not validate (the parser does that next).
-fn nesting_depth(json: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in json {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
+/// Refuses JSON text that serde_json would skip over here (documents are kept as raw text)
+/// but not decode later, when a proto-codec read turns the stored document into a Struct:
+/// nesting deeper than [`MAX_JSON_DEPTH`], numbers beyond a double (`1e400`), and unpaired
+/// UTF-16 surrogate escapes (`"\ud800"`). Without this such a document is accepted and then
+/// every proto read of it fails as `internal`. O(n), no recursion, no allocation; it does
+/// not validate the rest (the parser does that next).
+fn check_json_text(json: &[u8]) -> Result<(), String> {
+    let (mut i, mut depth) = (0usize, 0usize);
+    while i < json.len() {
+        match json[i] {
+            b'"' => {
+                i = skip_string(json, i + 1)?;
+                continue;
             }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
-                max = max.max(depth);
+                if depth > MAX_JSON_DEPTH {
+                    return Err(format!(
+                        "request JSON is nested deeper than {MAX_JSON_DEPTH} levels"
+                    ));
+                }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < json.len()
+                    && matches!(json[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                {
+                    i += 1;
+                }
+                let number = &json[start..i];
+                // Only an exponent or 309+ digits can overflow a double.
+                if number.len() > 308 || number.iter().any(|b| matches!(b, b'e' | b'E')) {
+                    let text = std::str::from_utf8(number).unwrap_or_default();
+                    if text.parse::<f64>().is_ok_and(f64::is_infinite) {
+                        return Err(format!(
+                            "request JSON has a number beyond the range of a double ({:.40})",
+                            text
+                        ));
+                    }
+                }
+                continue;
+            }
             _ => {}
         }
+        i += 1;
     }
-    max
+    Ok(())
+}
+
+/// Skips a JSON string whose opening quote is just before `i`; returns the index after its
+/// closing quote (or the end). Checks that `\u` surrogate escapes come in pairs.
+fn skip_string(json: &[u8], mut i: usize) -> Result<usize, String> {
+    let hex4 = |at: usize| -> Option<u32> {
+        let digits = json.get(at..at + 4)?;
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    while i < json.len() {
+        match json[i] {
+            b'"' => return Ok(i + 1),
+            b'\\' if json.get(i + 1) == Some(&b'u') => {
+                let Some(unit) = hex4(i + 2) else {
+                    return Ok(i + 2); // malformed: the parser reports it
+                };
+                i += 6;
+                if (0xDC00..0xE000).contains(&unit) {
+                    return Err(unpaired(unit));
+                }
+                if (0xD800..0xDC00).contains(&unit) {
+                    let low = (json.get(i) == Some(&b'\\') && json.get(i + 1) == Some(&b'u'))
+                        .then(|| hex4(i + 2))
+                        .flatten();
+                    match low {
+                        Some(low) if (0xDC00..0xE000).contains(&low) => i += 6,
+                        _ => return Err(unpaired(unit)),
+                    }
+                }
+            }
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    Ok(i)
+}
+
+fn unpaired(unit: u32) -> String {
+    format!("request JSON has an unpaired UTF-16 surrogate escape (\\u{unit:04x})")
 }
 
 fn parse_proto(body: &[u8]) -> Result<StoreCall, ConnectError> {
@@ -204,13 +268,52 @@ fn encode(codec: Codec, output: StoreOutput) -> Result<Response, ConnectError> {
 
 #[cfg(test)]
 mod tests {
-    use super::nesting_depth;
+    use super::check_json_text;
 
     #[test]
-    fn nesting_depth_ignores_brackets_in_strings() {
-        assert_eq!(nesting_depth(br#"{"a":[1,{"b":"[[[{{"}]}"#), 3);
-        assert_eq!(nesting_depth(br#"{"a":"\\\"[["}"#), 1);
-        assert_eq!(nesting_depth(b"[[[[]]]]"), 4);
-        assert_eq!(nesting_depth(b"1"), 0);
+    fn nesting_is_counted_outside_strings_only() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(check_json_text(deep(100).as_bytes()).is_ok());
+        assert!(check_json_text(deep(101).as_bytes())
+            .unwrap_err()
+            .contains("nested deeper than 100"));
+        let in_string = format!(r#"{{"a":"{}"}}"#, "[".repeat(500));
+        assert!(check_json_text(in_string.as_bytes()).is_ok());
+        assert!(check_json_text(br#"{"a":"\\\"[["}"#).is_ok());
+    }
+
+    #[test]
+    fn numbers_beyond_a_double_are_refused() {
+        for bad in ["1e400", "-1E+309", "[0.5e999]"] {
+            let err = check_json_text(bad.as_bytes()).unwrap_err();
+            assert!(err.contains("beyond the range of a double"), "{bad}: {err}");
+        }
+        let many_digits = "9".repeat(400);
+        assert!(check_json_text(many_digits.as_bytes()).is_err());
+        for ok in [
+            "1e308",
+            "1e-400",
+            "-0.0",
+            "123456789012345678901234567890",
+            r#""1e400""#,
+        ] {
+            assert!(check_json_text(ok.as_bytes()).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn unpaired_surrogate_escapes_are_refused() {
+        for bad in [
+            r#""\ud800""#,
+            r#""\udc00""#,
+            r#""\ud800\u0041""#,
+            r#"{"\uDBFF":1}"#,
+        ] {
+            let err = check_json_text(bad.as_bytes()).unwrap_err();
+            assert!(err.contains("unpaired UTF-16 surrogate"), "{bad}: {err}");
+        }
+        for ok in [r#""\ud83d\ude00""#, r#""\u00e9\\ud800""#, r#""\u12""#] {
+            assert!(check_json_text(ok.as_bytes()).is_ok(), "{ok}");
+        }
     }
 }

@@ -239,8 +239,10 @@ async fn malformed_bodies_are_invalid_argument_naming_the_problem() {
         (br#"{"substore":"agents","method":"delete","input":{"filter":"all"}}"#, "input.filter must be a JSON object"),
         (br#"{"substore":"runEvents","method":"delete","input":{"filter":[]}}"#, "input.filter must be a JSON object"),
         (br#"{"substore":"runs","method":"delete","input":{"filter":{"runIds":"r"}}}"#, "runIds must be a list of strings"),
-        (br#"{"substore":"agents","method":"get","input":{"agentId":1e400}}"#, "input.agentId must be a string"),
-        (br#"{"substore":"agents","method":"create","input":{"agent":{"agentId":"a","cwd":"/","updatedAt":1e400}}}"#, "agent.updatedAt must be a number"),
+        (br#"{"substore":"agents","method":"get","input":{"agentId":1e400}}"#, "beyond the range of a double"),
+        (br#"{"substore":"agents","method":"create","input":{"agent":{"agentId":"a","cwd":"/","updatedAt":1e400}}}"#, "beyond the range of a double"),
+        (br#"{"substore":"runEvents","method":"append","input":{"runId":"r","eventType":"e","payload":{"x":-2E+308}}}"#, "beyond the range of a double"),
+        (br#"{"substore":"agents","method":"create","input":{"agent":{"agentId":"a","cwd":"/","s":"\ud800"}}}"#, "unpaired UTF-16 surrogate"),
     ];
     for (body, expected) in cases {
         let resp = app.store_raw(body.to_vec(), Framing::Chunked).await;
