@@ -44,8 +44,15 @@ where
     }
 
     fn call(&mut self, mut req: Request<Body>) -> Self::Future {
-        let header = req.headers().get(header::AUTHORIZATION);
-        match self.tokens.authorize(header.map(|v| v.as_bytes())) {
+        // Authorization is a singleton field (RFC 9110): a request carrying two is refused
+        // rather than judged by whichever comes first.
+        let mut values = req.headers().get_all(header::AUTHORIZATION).iter();
+        let header = values.next();
+        let presented = match values.next() {
+            None => header.map(|v| v.as_bytes()),
+            Some(_) => None,
+        };
+        match self.tokens.authorize(presented) {
             Some(ns) => {
                 req.extensions_mut().insert(ns);
                 Either::Left(self.inner.call(req))

@@ -60,6 +60,8 @@ pub async fn read_unary(
     let gzip = match headers.get(header::CONTENT_ENCODING).map(|v| v.as_bytes()) {
         None | Some(b"identity") => false,
         Some(b"gzip") => true,
+        // 415 rather than the code's own 501: it is the client's choice of encoding that is
+        // wrong, and RFC 9110 gives 415 for an unsupported content coding.
         Some(other) => {
             return Err(ConnectError::new(
                 Code::Unimplemented,
@@ -67,7 +69,8 @@ pub async fn read_unary(
                     "unsupported Content-Encoding {:?}: send gzip or identity",
                     String::from_utf8_lossy(other)
                 ),
-            ))
+            )
+            .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE))
         }
     };
     let timeout = timeout_of(headers)?;
@@ -83,6 +86,7 @@ pub async fn read_unary(
 
     let collect = Limited::new(body, limits.max_body_bytes).collect();
     let raw = match tokio::time::timeout(limits.body_read_timeout, collect).await {
+        // 408 rather than the code's own 504: the daemon was waiting for the client.
         Err(_) => {
             return Err(ConnectError::new(
                 Code::DeadlineExceeded,
@@ -90,7 +94,8 @@ pub async fn read_unary(
                     "request body not received within {} ms",
                     limits.body_read_timeout.as_millis()
                 ),
-            ))
+            )
+            .with_status(StatusCode::REQUEST_TIMEOUT))
         }
         Ok(Err(e)) if e.is::<LengthLimitError>() => return Err(too_large(limits.max_body_bytes)),
         Ok(Err(e)) => {
@@ -260,6 +265,21 @@ mod tests {
             ("connect-timeout-ms", "12345678901"),
         ]);
         assert!(read_unary(&h, Body::from("{}"), LIMITS).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_stalled_body_is_deadline_exceeded_with_408() {
+        let h = headers(&[("content-type", "application/json")]);
+        let stalled = futures_util::stream::pending::<Result<Bytes, std::io::Error>>();
+        let limits = UnaryLimits {
+            body_read_timeout: Duration::from_millis(20),
+            ..LIMITS
+        };
+        let err = read_unary(&h, Body::from_stream(stalled), limits)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, Code::DeadlineExceeded);
+        assert_eq!(err.http_status(), StatusCode::REQUEST_TIMEOUT);
     }
 
     #[tokio::test]

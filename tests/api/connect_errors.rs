@@ -200,7 +200,7 @@ async fn unknown_paths_wrong_methods_and_codecs_are_answered_per_the_connect_spe
             Framing::Chunked,
         )
         .await;
-    assert_eq!(resp.code(), "unimplemented");
+    assert_eq!((resp.status, resp.code()), (415, "unimplemented".into()));
     assert!(resp.message().contains("Content-Encoding"));
     assert_eq!(snapshot(&app), before);
 }
