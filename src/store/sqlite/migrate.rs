@@ -17,7 +17,7 @@ pub const LATEST_VERSION: u32 = MIGRATIONS.len() as u32;
 pub enum MigrateError {
     #[error("database schema version {found} is newer than this callbackd supports ({LATEST_VERSION}); upgrade callbackd")]
     TooNew { found: u32 },
-    #[error("migration {name} failed: {source}")]
+    #[error("migration {name} failed")]
     Failed {
         name: &'static str,
         source: rusqlite::Error,

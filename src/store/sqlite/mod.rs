@@ -66,33 +66,47 @@ impl SqliteOptions {
     }
 }
 
-/// Why the store could not be opened.
+/// Why the store could not be opened. Each message names the file and the problem; the
+/// underlying error is the `source` (printed after it by `{:#}`, not repeated in it).
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("cannot create database file {path}: {source}")]
+    #[error("cannot create the database directory {dir}")]
+    CreateDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create or open database file {path}")]
     Create {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot open database {path}: {source}")]
+    #[error(
+        "database file {path} is not writable (read-only file system, immutable file or no \
+         permission)"
+    )]
+    NotWritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open database {path}")]
     Open {
         path: PathBuf,
         source: rusqlite::Error,
     },
     #[error("database {path} is locked by another process (is another callbackd running on it?)")]
     Locked { path: PathBuf },
-    #[error("database {path} is read-only: {source}")]
+    #[error("database {path} is not writable")]
     ReadOnly {
         path: PathBuf,
         source: rusqlite::Error,
     },
-    #[error("database {path}: {source}")]
+    #[error("database {path}")]
     Migrate {
         path: PathBuf,
         source: migrate::MigrateError,
     },
-    #[error("cannot start the writer thread: {0}")]
-    Thread(std::io::Error),
+    #[error("cannot start the writer thread")]
+    Thread(#[source] std::io::Error),
 }
 
 /// Read connections kept open between calls.
@@ -113,8 +127,8 @@ impl SqliteStore {
     pub fn open(opts: &SqliteOptions) -> Result<SqliteStore, OpenError> {
         let path = opts.path.clone();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| OpenError::Create {
-                path: path.clone(),
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDir {
+                dir: dir.to_path_buf(),
                 source,
             })?;
         }
@@ -126,9 +140,17 @@ impl SqliteStore {
             .write(true)
             .mode(0o600)
             .open(&path)
-            .map_err(|source| OpenError::Create {
-                path: path.clone(),
-                source,
+            .map_err(|source| {
+                let path = path.clone();
+                // EROFS, EACCES, or EPERM (what an immutable file gives even root).
+                if source.kind() == std::io::ErrorKind::PermissionDenied
+                    || source.kind() == std::io::ErrorKind::ReadOnlyFilesystem
+                    || source.raw_os_error() == Some(1)
+                {
+                    OpenError::NotWritable { path, source }
+                } else {
+                    OpenError::Create { path, source }
+                }
             })?;
         let mut conn = open_connection(&path, opts).map_err(|e| classify_open(&path, e))?;
         conn.pragma_update(None, "journal_mode", "WAL")
