@@ -95,6 +95,24 @@ mod tests {
     }
 
     #[test]
+    fn non_integral_and_huge_keys_round_trip_exactly() {
+        // Found by tests/api/decode_props.rs: without serde_json's float_roundtrip these
+        // came back one ulp off, so keyset pagination would compare against another key.
+        for key in [
+            1_018_144_537_151_411_009.0,
+            0.1 + 0.2,
+            1.780_000_000_000_5e12,
+            -1e-300,
+        ] {
+            let c = AgentCursor {
+                updated_at: key,
+                agent_id: "a".into(),
+            };
+            assert_eq!(AgentCursor::decode(&c.encode()).unwrap().updated_at, key);
+        }
+    }
+
+    #[test]
     fn garbage_cursors_are_invalid() {
         for bad in ["!!", "e30", "bm90IGpzb24", "eyJydW5JZCI6MX0"] {
             assert!(AgentCursor::decode(bad).is_err(), "{bad}");

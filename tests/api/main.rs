@@ -5,6 +5,7 @@ mod helpers;
 
 mod connect_errors;
 mod crash;
+mod decode_props;
 mod store_agents;
 mod store_checkpoints;
 mod store_concurrency;
