@@ -1,0 +1,10 @@
+//! Hardening tests against the real `callbackd` binary, spawned as a child process with a
+//! generated config: hostile clients, slow clients and the connection cap, and resource
+//! faults (full disk, locked or read-only database). `scripts/hardening` runs the big
+//! versions (see "Hardening tests" in README.md).
+
+mod daemon;
+
+mod faults;
+mod hostile;
+mod limits;
