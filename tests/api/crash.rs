@@ -1,5 +1,11 @@
-//! Durability: SIGKILL the real daemon binary while clients append, restart it on the same
-//! database, and find every acknowledged event, with gap-free seqs.
+//! Durability: SIGKILL the real daemon binary at random moments while clients append,
+//! restart it on the same database, and find every acknowledged event, with gap-free seqs
+//! and an intact file, after every restart.
+//!
+//! `CALLBACKD_CRASH_ROUNDS` sets the number of kills (default 3; `scripts/crash-test` runs
+//! 20). Every third round, starting with the second, runs with `store.sync = "full"`, the
+//! others with the default `"normal"`. The kill moments come from `CALLBACKD_CRASH_SEED`
+//! (default: the clock), printed so a failing run can be replayed.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -16,9 +22,13 @@ struct Daemon {
     url: String,
 }
 
-fn start(db: &std::path::Path) -> Daemon {
+fn start(db: &std::path::Path, sync: &str) -> Daemon {
+    let config = db.with_extension("toml");
+    std::fs::write(&config, format!("[store]\nsync = \"{sync}\"\n")).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_callbackd"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--db")
         .arg(db)
         .env("CALLBACKD_STORE_TOKEN", "crash-store-token")
         .env("CALLBACKD_TOOL_TOKEN", "crash-tool-token")
@@ -75,15 +85,88 @@ async fn append(url: &str, run: &str, i: u64) -> Option<u64> {
     v["output"]["seq"].as_u64()
 }
 
+/// A small xorshift generator: random kill moments without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Run id -> (payload index -> acknowledged seq).
+type Acked = BTreeMap<String, BTreeMap<u64, u64>>;
+
+/// Every acknowledged append is stored at its seq, each payload once, seqs gap-free per
+/// run, and `PRAGMA integrity_check` is ok.
+fn verify(db: &std::path::Path, acked: &Acked, when: &str) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok", "{when}: integrity_check");
+    for (run, events) in acked {
+        let mut stmt = conn
+            .prepare("SELECT seq, json_extract(payload, '$.i') FROM run_events WHERE run_id = ?1 ORDER BY seq")
+            .unwrap();
+        let rows: Vec<(u64, u64)> = stmt
+            .query_map([run], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let seqs: Vec<u64> = rows.iter().map(|(seq, _)| *seq).collect();
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as u64).collect::<Vec<_>>(),
+            "{when}: {run}: seqs are gap-free"
+        );
+        let stored: BTreeMap<u64, u64> = rows.iter().map(|(seq, i)| (*i, *seq)).collect();
+        assert_eq!(
+            stored.len(),
+            rows.len(),
+            "{when}: {run}: no event stored twice"
+        );
+        for (i, seq) in events {
+            assert_eq!(
+                stored.get(i),
+                Some(seq),
+                "{when}: {run}: acknowledged event {i} (seq {seq}) is stored"
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn acknowledged_appends_survive_sigkill() {
+    let rounds = env_u64("CALLBACKD_CRASH_ROUNDS").unwrap_or(3);
+    let seed = env_u64("CALLBACKD_CRASH_SEED").unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    });
+    eprintln!("crash test: {rounds} rounds, CALLBACKD_CRASH_SEED={seed}");
+    let mut rng = Rng(seed | 1);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crash.db");
-    // run id -> (payload index -> acknowledged seq)
-    let acked: Arc<Mutex<BTreeMap<String, BTreeMap<u64, u64>>>> = Arc::default();
-    let rounds = 3;
+    let acked: Arc<Mutex<Acked>> = Arc::default();
+    let mut full_rounds = 0;
     for round in 0..rounds {
-        let mut daemon = start(&db);
+        let sync = if round % 3 == 1 { "full" } else { "normal" };
+        full_rounds += u64::from(sync == "full");
+        let mut daemon = start(&db, sync);
+        if round > 0 {
+            verify(&db, &*acked.lock().await, &format!("after kill {round}"));
+        }
         let url = daemon.url.clone();
         let writers: Vec<_> = (0..4)
             .map(|w| {
@@ -108,7 +191,9 @@ async fn acknowledged_appends_survive_sigkill() {
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // Anywhere from the first appends to well into the stream.
+        let kill_after = 100 + rng.below(500);
+        tokio::time::sleep(Duration::from_millis(kill_after)).await;
         daemon.child.kill().unwrap(); // SIGKILL
         daemon.child.wait().unwrap();
         for w in writers {
@@ -116,43 +201,12 @@ async fn acknowledged_appends_survive_sigkill() {
         }
     }
 
-    let daemon = start(&db);
+    let daemon = start(&db, "normal");
     let acked = acked.lock().await;
-    assert!(
-        acked.values().map(BTreeMap::len).sum::<usize>() > 50,
-        "the test appended something"
-    );
-    for (run, events) in acked.iter() {
-        let mut stored: BTreeMap<u64, u64> = BTreeMap::new();
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        let mut stmt = conn
-            .prepare("SELECT seq, json_extract(payload, '$.i') FROM run_events WHERE run_id = ?1 ORDER BY seq")
-            .unwrap();
-        for row in stmt
-            .query_map([run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-            .unwrap()
-        {
-            let (seq, i) = row.unwrap();
-            stored.insert(i as u64, seq as u64);
-        }
-        let seqs: Vec<u64> = stored.values().copied().collect();
-        assert_eq!(
-            seqs,
-            (1..=seqs.len() as u64).collect::<Vec<_>>(),
-            "{run}: seqs are gap-free"
-        );
-        for (i, seq) in events {
-            assert_eq!(
-                stored.get(i),
-                Some(seq),
-                "{run}: acknowledged event {i} (seq {seq}) is stored"
-            );
-        }
-        let ok: String = conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(ok, "ok");
-    }
+    let total = acked.values().map(BTreeMap::len).sum::<usize>();
+    eprintln!("crash test: {total} acknowledged appends over {rounds} kills ({full_rounds} with sync = full)");
+    assert!(total > 20, "the test appended something");
+    verify(&db, &acked, "at the end");
     drop(daemon);
 }
 
