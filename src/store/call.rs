@@ -341,6 +341,37 @@ fn blob_data(f: &Fields<'_>) -> Result<Vec<u8>, StoreError> {
         .map_err(|e| StoreError::invalid(format!("input.data is not valid base64: {e}")))
 }
 
+/// An object's members, refusing a key that appears twice. Parsers disagree on which
+/// duplicate wins, and here the choice decides what is stored or deleted: with last-wins,
+/// `{"filter":{"runIds":["r"],"runIds":null}}` would read as a delete of every run.
+struct UniqueKeys<'a>(HashMap<String, &'a RawValue>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for UniqueKeys<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Members<'a> {
+            type Value = UniqueKeys<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut members: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut map = HashMap::with_capacity(members.size_hint().unwrap_or(8));
+                while let Some((key, value)) = members.next_entry::<String, &'de RawValue>()? {
+                    if map.contains_key(&key) {
+                        return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+                    }
+                    map.insert(key, value);
+                }
+                Ok(UniqueKeys(map))
+            }
+        }
+        d.deserialize_map(Members(std::marker::PhantomData))
+    }
+}
+
 /// The top-level keys of a JSON object, each value left as raw JSON text. Nested values are
 /// never parsed; `null` values count as absent.
 struct Fields<'a> {
@@ -354,7 +385,7 @@ impl<'a> Fields<'a> {
         if !json.trim_start().starts_with('{') {
             return Err(StoreError::invalid(format!("{path} must be a JSON object")));
         }
-        let map = serde_json::from_str(json)
+        let UniqueKeys(map) = serde_json::from_str(json)
             .map_err(|e| StoreError::invalid(format!("{path} is not a valid JSON object: {e}")))?;
         Ok(Fields { map, path })
     }
@@ -513,6 +544,35 @@ mod tests {
         assert!(parse("agents", "list", r#"{"filter":{"limit":-1}}"#).is_err());
         assert!(parse("agents", "list", r#"{"filter":{"limit":1.5}}"#).is_err());
         assert!(parse("runs", "list", r#"{"filter":{"agentIds":"a"}}"#).is_err());
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_where_they_are_read() {
+        for (sub, method, input) in [
+            ("agents", "get", r#"{"agentId":"a","agentId":"b"}"#),
+            ("agents", "get", r#"{"agentId":"a","agent\u0049d":"b"}"#),
+            (
+                "runs",
+                "delete",
+                r#"{"filter":{"runIds":["r"],"runIds":null}}"#,
+            ),
+            (
+                "runs",
+                "delete",
+                r#"{"filter":{},"filter":{"runIds":["r"]}}"#,
+            ),
+            (
+                "agents",
+                "create",
+                r#"{"agent":{"agentId":"a","cwd":"/","cwd":"/x"}}"#,
+            ),
+        ] {
+            let err = parse(sub, method, input).unwrap_err();
+            assert!(err.contains("duplicate key"), "{input}: {err}");
+        }
+        // Inside a document's own values nothing is read, so nothing is refused.
+        let doc = r#"{"agent":{"agentId":"a","cwd":"/","x":{"k":1,"k":2}}}"#;
+        assert!(parse("agents", "create", doc).is_ok());
     }
 
     #[test]

@@ -158,6 +158,8 @@ fn cases() -> Vec<Case> {
         body_case("number beyond a double", store_body("runEvents", "append", r#"{"runId":"r","eventType":"e","payload":{"n":1e400}}"#), invalid),
         body_case("unpaired surrogate", store_body("agents", "create", r#"{"agent":{"agentId":"z","cwd":"/","s":"\udead"}}"#), invalid),
         body_case("duplicate top-level keys", br#"{"substore":"agents","substore":"runs","method":"get","input":{}}"#.to_vec(), invalid),
+        body_case("duplicate keys in a delete filter", store_body("runs", "delete", r#"{"filter":{"runIds":["r"],"runIds":null}}"#), invalid),
+        body_case("duplicate keys in the input", store_body("agents", "delete", r#"{"filter":{},"filter":{"agentIds":["a"]}}"#), invalid),
         body_case("delete with a string filter", store_body("agents", "delete", r#"{"filter":"all"}"#), invalid),
         body_case("delete with a list filter", store_body("runs", "delete", r#"{"filter":[]}"#), invalid),
         body_case("delete with a number filter", store_body("checkpoints", "delete", r#"{"filter":0}"#), invalid),
