@@ -318,8 +318,16 @@ fn a_read_only_database_is_a_clear_startup_error() {
     // Root ignores file modes, so: the immutable attribute, where the filesystem has it.
     let immutable = Command::new("chattr").arg("+i").arg(&db).status();
     if immutable.is_ok_and(|s| s.success()) {
+        /// Clears the attribute again even if the test fails, so the temp dir can go.
+        struct Mutable<'a>(&'a Path);
+        impl Drop for Mutable<'_> {
+            fn drop(&mut self) {
+                let _ = Command::new("chattr").arg("-i").arg(self.0).status();
+            }
+        }
+        let guard = Mutable(&db);
         let err = refused(dir.path(), &db);
-        let _ = Command::new("chattr").arg("-i").arg(&db).status();
+        drop(guard);
         assert!(err.contains("not writable"), "{err}");
     } else {
         eprintln!("SKIPPED (immutable file): chattr +i is not available here");
