@@ -1,9 +1,8 @@
 //! SQL of the `agents` substore.
 
-use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{cascade, is_constraint, json_str, push_text, sql_list, write_page, Conditions};
+use super::{cascade, is_constraint, sql_list, Conditions, Keyset};
 use crate::store::{AgentCursor, AgentDoc, AgentFilter, Page, StoreError, StoreOutput};
 
 pub fn get(conn: &Connection, ns: &str, agent_id: &str) -> Result<StoreOutput, StoreError> {
@@ -80,36 +79,22 @@ pub fn list(
         c.eq("cwd", cwd);
     }
     c.in_list("agent_id", filter.agent_ids.as_deref());
-    if let Some(cur) = &page.cursor {
-        c.raw(
-            "(updated_at < ? OR (updated_at = ? AND agent_id < ?))",
-            [
-                Value::Real(cur.updated_at),
-                Value::Real(cur.updated_at),
-                Value::Text(cur.agent_id.clone()),
-            ],
-        );
-    }
-    let sql = format!(
-        "SELECT agent_id, updated_at, doc FROM agents WHERE {} \
-         ORDER BY updated_at DESC, agent_id DESC LIMIT {}",
-        c.sql(),
-        page.limit.saturating_add(1)
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query(rusqlite::params_from_iter(c.params()))?;
-    let out = write_page(
-        rows,
-        page.limit,
-        "nextCursor",
-        |row, out| push_text(row, 2, out),
-        |row| {
-            Ok(AgentCursor {
-                agent_id: row.get(0)?,
-                updated_at: row.get(1)?,
-            })
-        },
-        |last| json_str(&last.encode()),
-    )?;
+    const ORDER: Keyset = Keyset {
+        table: "agents",
+        number: "updated_at",
+        id: "agent_id",
+        descending: true,
+    };
+    let after = page
+        .cursor
+        .as_ref()
+        .map(|k| (k.updated_at, k.agent_id.as_str()));
+    let out = ORDER.page(conn, c, after, page.limit, |updated_at, agent_id| {
+        AgentCursor {
+            updated_at,
+            agent_id,
+        }
+        .encode()
+    })?;
     Ok(Some(out))
 }

@@ -564,6 +564,63 @@ pub(crate) fn write_page<K>(
     Ok(out)
 }
 
+/// A catalog paged by a `(number, id)` key: agents by `(updated_at, agent_id)` descending,
+/// runs by `(turn_number, run_id)` ascending. Pages continue strictly after the last item's
+/// key, so ties on the number never skip or repeat an item across a page boundary.
+pub(crate) struct Keyset {
+    pub table: &'static str,
+    pub number: &'static str,
+    pub id: &'static str,
+    pub descending: bool,
+}
+
+impl Keyset {
+    /// One page of the `doc` column of the rows matching `c`, after the key `after`;
+    /// `nextCursor` is `cursor(number, id)` of the last item, while more items remain.
+    pub fn page(
+        &self,
+        conn: &Connection,
+        mut c: Conditions,
+        after: Option<(f64, &str)>,
+        limit: usize,
+        cursor: impl Fn(f64, String) -> String,
+    ) -> Result<String, StoreError> {
+        let Keyset {
+            table, number, id, ..
+        } = self;
+        let (cmp, dir) = if self.descending {
+            ("<", "DESC")
+        } else {
+            (">", "ASC")
+        };
+        if let Some((n, last_id)) = after {
+            c.raw(
+                &format!("({number} {cmp} ? OR ({number} = ? AND {id} {cmp} ?))"),
+                [
+                    Value::Real(n),
+                    Value::Real(n),
+                    Value::Text(last_id.to_string()),
+                ],
+            );
+        }
+        let sql = format!(
+            "SELECT {id}, {number}, doc FROM {table} WHERE {} ORDER BY {number} {dir}, {id} {dir} LIMIT {}",
+            c.sql(),
+            limit.saturating_add(1)
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query(rusqlite::params_from_iter(c.params()))?;
+        write_page(
+            rows,
+            limit,
+            "nextCursor",
+            |row, out| push_text(row, 2, out),
+            |row| Ok((row.get::<_, f64>(1)?, row.get::<_, String>(0)?)),
+            |(n, last_id)| json_str(&cursor(*n, last_id.clone())),
+        )
+    }
+}
+
 /// A WHERE clause under construction, always starting with the namespace.
 pub(crate) struct Conditions {
     sql: Vec<String>,

@@ -1,9 +1,8 @@
 //! SQL of the `runs` substore.
 
-use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{cascade, is_constraint, json_str, push_text, write_page, Conditions};
+use super::{cascade, is_constraint, Conditions, Keyset};
 use crate::store::{Page, RunCursor, RunDoc, RunFilter, StoreError, StoreOutput};
 
 /// The run must match both ids.
@@ -74,37 +73,28 @@ pub fn list(
     filter: &RunFilter,
     page: &Page<RunCursor>,
 ) -> Result<StoreOutput, StoreError> {
-    let mut c = conditions(ns, filter);
-    if let Some(cur) = &page.cursor {
-        c.raw(
-            "(turn_number > ? OR (turn_number = ? AND run_id > ?))",
-            [
-                Value::Real(cur.turn_number),
-                Value::Real(cur.turn_number),
-                Value::Text(cur.run_id.clone()),
-            ],
-        );
-    }
-    let sql = format!(
-        "SELECT run_id, turn_number, doc FROM runs WHERE {} \
-         ORDER BY turn_number ASC, run_id ASC LIMIT {}",
-        c.sql(),
-        page.limit.saturating_add(1)
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query(rusqlite::params_from_iter(c.params()))?;
-    let out = write_page(
-        rows,
+    const ORDER: Keyset = Keyset {
+        table: "runs",
+        number: "turn_number",
+        id: "run_id",
+        descending: false,
+    };
+    let after = page
+        .cursor
+        .as_ref()
+        .map(|k| (k.turn_number, k.run_id.as_str()));
+    let out = ORDER.page(
+        conn,
+        conditions(ns, filter),
+        after,
         page.limit,
-        "nextCursor",
-        |row, out| push_text(row, 2, out),
-        |row| {
-            Ok(RunCursor {
-                run_id: row.get(0)?,
-                turn_number: row.get(1)?,
-            })
+        |turn_number, run_id| {
+            RunCursor {
+                turn_number,
+                run_id,
+            }
+            .encode()
         },
-        |last| json_str(&last.encode()),
     )?;
     Ok(Some(out))
 }
