@@ -1,0 +1,365 @@
+//! `callbackd-bench`: the load generator for store callback servers (issue 5).
+//!
+//! By default it starts `target/release/callbackd` on a scratch database and a null server
+//! (this binary's `null-server` mode, in its own process), runs each workload against both
+//! in turn, and prints every figure with its ratio to the null server's: the null server is
+//! the ceiling of HTTP/1.1 on this machine's loopback, so the ratios hold across machines
+//! and across noise that figures alone do not survive. `--url/--token` benchmark any other
+//! server speaking the contract (`--pid` adds its CPU and memory figures).
+//!
+//! Layout: `client` (keep-alive hyper connections, bridge-shaped chunked requests),
+//! `target` (spawning the servers, /proc sampling), `null_server`, `gen` (payloads and
+//! documents), `workloads/*` (one file per workload, each checking the answers), `report`.
+
+mod client;
+mod gen;
+mod null_server;
+mod report;
+mod target;
+mod workloads;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use report::{Report, Row};
+use target::{rss_kib, ScratchDir, Spawn, Target};
+use workloads::{agents_list, append, now_ms, replay, turn, Measured};
+
+#[derive(Parser)]
+#[command(
+    name = "callbackd-bench",
+    about = "Benchmark a store callback server against the null server on this machine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    #[command(flatten)]
+    opts: Opts,
+}
+
+#[derive(Subcommand)]
+enum Sub {
+    /// Serve `{}` to every request on a free loopback port (used by the bench itself).
+    NullServer,
+}
+
+#[derive(Args)]
+struct Opts {
+    /// Benchmark the server at this base URL (as given to the bridge) instead of starting
+    /// callbackd.
+    #[arg(long, requires = "token")]
+    url: Option<String>,
+    /// The store bearer token of the server at --url.
+    #[arg(long)]
+    token: Option<String>,
+    /// Process id of the server at --url, for its CPU and memory figures.
+    #[arg(long, requires = "url")]
+    pid: Option<u32>,
+    /// The callbackd binary to start.
+    #[arg(long, default_value = "target/release/callbackd")]
+    bin: PathBuf,
+    /// Directory for the started daemon's scratch database (default: the system temp dir).
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    /// `store.sync` of the started daemon.
+    #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
+    sync: SyncMode,
+    /// Workloads to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Workload::Append, Workload::Turn, Workload::Replay, Workload::AgentsList])]
+    workloads: Vec<Workload>,
+    /// CI-sized runs: a smoke test of every workload and check, not a measurement.
+    #[arg(long)]
+    quick: bool,
+    /// Skip the null server (no ratios).
+    #[arg(long)]
+    no_null: bool,
+    /// Runs of each phase (each against callbackd, then the null server); the row shown is
+    /// the run with the median ratio, with the spread of the ratios (default 3, --quick 1).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Threads of the load generator (1: a current-thread runtime, cheapest per call).
+    #[arg(long, default_value_t = 1)]
+    client_threads: usize,
+    /// append: runs per phase.
+    #[arg(long)]
+    runs: Option<usize>,
+    /// append: events per run.
+    #[arg(long)]
+    events: Option<usize>,
+    /// append: client counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 64])]
+    append_clients: Vec<usize>,
+    /// turn: turns per client (at 1 and 8 clients).
+    #[arg(long)]
+    turns_per_client: Option<usize>,
+    /// replay: events in the run, and passes over it.
+    #[arg(long)]
+    replay_events: Option<usize>,
+    #[arg(long)]
+    replay_passes: Option<usize>,
+    /// agents-list: agents in the workspace, and passes over them.
+    #[arg(long)]
+    agents: Option<usize>,
+    #[arg(long)]
+    list_passes: Option<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Workload {
+    Append,
+    Turn,
+    Replay,
+    AgentsList,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
+enum SyncMode {
+    Normal,
+    Full,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Sub::NullServer) => null_server::run(),
+        None => bench(&cli.opts),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("callbackd-bench: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(opts: &Opts) -> anyhow::Result<()> {
+    let runtime = if opts.client_threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(opts.client_threads)
+            .enable_all()
+            .build()?
+    };
+    let report = runtime.block_on(run(opts))?;
+    report.print();
+    anyhow::ensure!(
+        report.failures() == 0,
+        "{} phases had errors or wrong answers",
+        report.failures()
+    );
+    Ok(())
+}
+
+struct Sizes {
+    runs: usize,
+    events: usize,
+    turns_per_client: usize,
+    replay_events: usize,
+    replay_passes: usize,
+    agents: usize,
+    list_passes: usize,
+}
+
+impl Sizes {
+    fn of(o: &Opts) -> Sizes {
+        let q = o.quick;
+        Sizes {
+            runs: o.runs.unwrap_or(if q { 10 } else { 100 }),
+            events: o.events.unwrap_or(if q { 20 } else { 100 }),
+            turns_per_client: o.turns_per_client.unwrap_or(if q { 1 } else { 10 }),
+            replay_events: o.replay_events.unwrap_or(if q { 1000 } else { 10_000 }),
+            replay_passes: o.replay_passes.unwrap_or(if q { 1 } else { 5 }),
+            agents: o.agents.unwrap_or(if q { 500 } else { 10_000 }),
+            list_passes: o.list_passes.unwrap_or(if q { 1 } else { 5 }),
+        }
+    }
+}
+
+async fn run(opts: &Opts) -> anyhow::Result<Report> {
+    let sizes = Sizes::of(opts);
+    let tag = format!("{:x}", now_ms() % 0xff_ffff_ffff);
+    let mut report = Report::new(opts.quick);
+    let null = if opts.no_null {
+        None
+    } else {
+        Some(target::spawn_null()?)
+    };
+
+    // The server under test.
+    // The scratch directory and the config file of a started daemon.
+    let mut scratch: Option<(ScratchDir, PathBuf)> = None;
+    let token = format!("bench-{tag}");
+    let mut server = if let Some(url) = &opts.url {
+        report.server = format!("{url} (pid {:?})", opts.pid);
+        Target::external(url, opts.token.as_deref().unwrap_or_default(), opts.pid)?
+    } else {
+        let dir = ScratchDir::new(opts.db_dir.as_deref())?;
+        let db = dir.0.join("callbackd.db");
+        let config_path = dir.0.join("callbackd.toml");
+        let sync = match opts.sync {
+            SyncMode::Normal => "normal",
+            SyncMode::Full => "full",
+        };
+        std::fs::write(&config_path, format!("[store]\nsync = \"{sync}\"\n"))?;
+        let spawn = Spawn {
+            bin: &opts.bin,
+            db: &db,
+            config: Some(&config_path),
+            token: &token,
+        };
+        let (server, ready) = target::spawn_callbackd(&spawn)?;
+        report.ready_fresh = Some(ready);
+        report.server = format!("{} serve (store.sync = {sync})", opts.bin.display());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        report.idle_rss_start = server.pid.and_then(rss_kib).map(|r| r.0);
+        scratch = Some((dir, config_path));
+        server
+    };
+
+    let payloads = Arc::new(gen::Payloads::new(1, 256));
+    let base_ms = now_ms();
+    let reps = opts.repeat.unwrap_or(if opts.quick { 1 } else { 3 }).max(1);
+    report.reps = reps;
+    for w in &opts.workloads {
+        match w {
+            Workload::Append => {
+                let a = Arc::new(append::Append {
+                    tag: tag.clone(),
+                    runs: sizes.runs,
+                    events: sizes.events,
+                    payloads: payloads.clone(),
+                });
+                for &c in &opts.append_clients {
+                    let mut pairs = Vec::new();
+                    for rep in 0..reps {
+                        let label = format!("a{c}r{rep}");
+                        let real = append::run(&server, &a, &label, c, true).await?;
+                        let null = match &null {
+                            Some(n) => Some(append::run(n, &a, &label, c, false).await?),
+                            None => None,
+                        };
+                        pairs.push((real, null));
+                    }
+                    report.add(
+                        Row::median("append", c, pairs)
+                            .note(format!("{} runs × {} events", sizes.runs, sizes.events)),
+                    );
+                }
+            }
+            Workload::Turn => {
+                let t = Arc::new(turn::Turns {
+                    tag: tag.clone(),
+                    payloads: payloads.clone(),
+                    blobs: Arc::new(gen::blobs(2, 32)),
+                    base_ms,
+                });
+                for c in [1, 8] {
+                    let turns = c * sizes.turns_per_client;
+                    let mut pairs = Vec::new();
+                    for rep in 0..reps {
+                        let label = format!("t{c}r{rep}");
+                        let real = turn::run(&server, &t, &label, c, turns, true).await?;
+                        let null = match &null {
+                            Some(n) => Some(turn::run(n, &t, &label, c, turns, false).await?),
+                            None => None,
+                        };
+                        pairs.push((real, null));
+                    }
+                    report.add(
+                        Row::median("turn", c, pairs)
+                            .note(format!("{turns} turns × {} calls", turn::CALLS_PER_TURN)),
+                    );
+                }
+            }
+            Workload::Replay => {
+                let a = Arc::new(append::Append {
+                    tag: tag.clone(),
+                    runs: 1,
+                    events: sizes.replay_events,
+                    payloads: payloads.clone(),
+                });
+                let (run_id, setup) = replay::setup(&server, &a, true).await?;
+                report.setup("replay setup (append, 16 clients)", &setup);
+                let n = sizes.replay_events as u64;
+                let passes = sizes.replay_passes;
+                let mut pairs = Vec::new();
+                for _ in 0..reps {
+                    let real = replay::run(&server, &run_id, n, passes, true).await?;
+                    let null = match &null {
+                        Some(nl) => Some(replay::run(nl, &run_id, n, passes, false).await?),
+                        None => None,
+                    };
+                    pairs.push((real, null));
+                }
+                report.add(Row::median("replay", 1, pairs).note(format!(
+                    "{n} events, pages of {}, {passes} passes",
+                    replay::PAGE
+                )));
+            }
+            Workload::AgentsList => {
+                let setup = agents_list::setup(&server, &tag, sizes.agents, base_ms).await?;
+                report.setup("agents-list setup (agents.create, 16 clients)", &setup);
+                let (n, passes) = (sizes.agents, sizes.list_passes);
+                let mut pairs = Vec::new();
+                for _ in 0..reps {
+                    let (real, cursors) =
+                        agents_list::run(&server, &tag, n, passes, None, true).await?;
+                    let null = match &null {
+                        Some(nl) => Some(
+                            agents_list::run(nl, &tag, n, passes, Some(cursors), false)
+                                .await?
+                                .0,
+                        ),
+                        None => None,
+                    };
+                    pairs.push((real, null));
+                }
+                report.add(
+                    Row::median("agents-list", 1, pairs)
+                        .note(format!("{n} agents, pages of 50, {passes} passes")),
+                );
+            }
+        }
+    }
+
+    if let Some(pid) = server.pid {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        report.idle_rss_end = rss_kib(pid).map(|r| r.0);
+    }
+    // A restart on the now populated database.
+    if let Some((dir, config_path)) = &scratch {
+        let db = dir.0.join("callbackd.db");
+        drop(server);
+        let spawn = Spawn {
+            bin: &opts.bin,
+            db: &db,
+            config: Some(config_path),
+            token: &token,
+        };
+        let (restarted, ready) = target::spawn_callbackd(&spawn).context("restarting callbackd")?;
+        report.ready_populated = Some(ready);
+        server = restarted;
+    }
+    drop(server);
+    Ok(report)
+}
+
+/// For `report`: a phase that is not a row of the table.
+pub fn setup_line(what: &str, m: &Measured) -> String {
+    format!(
+        "{what}: {} calls in {:.2} s ({:.0}/s), {} errors, {} wrong",
+        m.calls,
+        m.wall.as_secs_f64(),
+        m.rate(),
+        m.errors,
+        m.wrong
+    )
+}

@@ -1,0 +1,307 @@
+//! The printed report: machine facts, one table row per phase with its ratio to the null
+//! server, the server's memory and start-up figures, and issue 5's targets checked.
+
+use std::time::Duration;
+
+use crate::workloads::Measured;
+
+/// One phase against the server and, when run, the same phase against the null server.
+pub struct Row {
+    pub workload: &'static str,
+    pub clients: usize,
+    pub real: Measured,
+    pub null: Option<Measured>,
+    pub note: String,
+    /// Lowest and highest ratio (or calls/s without a null server) over the repeats.
+    spread: Option<(f64, f64)>,
+    /// Errors and wrong answers of all repeats.
+    failures: u64,
+}
+
+impl Row {
+    /// The repeat with the median ratio (the median calls/s without a null server).
+    pub fn median(
+        workload: &'static str,
+        clients: usize,
+        pairs: Vec<(Measured, Option<Measured>)>,
+    ) -> Row {
+        let failures = pairs.iter().map(|(m, _)| m.errors + m.wrong).sum();
+        let mut rows: Vec<Row> = pairs
+            .into_iter()
+            .map(|(real, null)| Row {
+                workload,
+                clients,
+                real,
+                null,
+                note: String::new(),
+                spread: None,
+                failures: 0,
+            })
+            .collect();
+        let key = |r: &Row| r.ratio().unwrap_or_else(|| r.real.rate());
+        rows.sort_by(|a, b| key(a).total_cmp(&key(b)));
+        let spread = (rows.len() > 1).then(|| (key(&rows[0]), key(&rows[rows.len() - 1])));
+        let mut row = rows.swap_remove(rows.len() / 2);
+        row.spread = spread;
+        row.failures = failures;
+        // A failure in any repeat must show, whichever repeat is printed.
+        for other in &rows {
+            for e in &other.real.examples {
+                row.real.examples.push(format!("(another repeat) {e}"));
+            }
+        }
+        row
+    }
+
+    pub fn note(mut self, note: String) -> Row {
+        self.note = note;
+        self
+    }
+
+    fn spread(&self) -> String {
+        match (self.spread, self.null.is_some()) {
+            (Some((lo, hi)), true) => format!("{lo:.2}–{hi:.2}"),
+            (Some((lo, hi)), false) => format!("{lo:.0}–{hi:.0}"),
+            (None, _) => "–".into(),
+        }
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        self.null.as_ref().map(|n| self.real.rate() / n.rate())
+    }
+}
+
+#[derive(Default)]
+pub struct Report {
+    pub quick: bool,
+    pub server: String,
+    pub ready_fresh: Option<Duration>,
+    pub ready_populated: Option<Duration>,
+    pub idle_rss_start: Option<u64>,
+    pub idle_rss_end: Option<u64>,
+    pub reps: usize,
+    rows: Vec<Row>,
+    setups: Vec<(String, u64)>,
+}
+
+impl Report {
+    pub fn new(quick: bool) -> Report {
+        Report {
+            quick,
+            ..Report::default()
+        }
+    }
+
+    pub fn add(&mut self, row: Row) {
+        eprintln!(
+            "  {} ×{}: {:.0} calls/s{}",
+            row.workload,
+            row.clients,
+            row.real.rate(),
+            row.ratio()
+                .map_or_else(String::new, |r| format!(" ({r:.2}× null)"))
+        );
+        self.rows.push(row);
+    }
+
+    pub fn setup(&mut self, what: &str, m: &Measured) {
+        let line = crate::setup_line(what, m);
+        eprintln!("  {line}");
+        self.setups.push((line, m.errors + m.wrong));
+        for e in &m.examples {
+            self.setups.push((format!("    {e}"), 0));
+        }
+    }
+
+    /// Phases with errors or wrong answers.
+    pub fn failures(&self) -> usize {
+        self.rows.iter().filter(|r| r.failures > 0).count()
+            + self.setups.iter().filter(|s| s.1 > 0).count()
+    }
+
+    pub fn print(&self) {
+        println!(
+            "## callbackd-bench{}",
+            if self.quick { " --quick" } else { "" }
+        );
+        println!();
+        println!("machine: {}", machine());
+        println!("server: {}", self.server);
+        println!();
+        println!(
+            "| workload | clients | calls | calls/s | null calls/s | × null | spread | p50 | p95 | p99 | max | errors | server CPU/call | null CPU/call | bench CPU/call | server peak RSS |"
+        );
+        println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for r in &self.rows {
+            let m = &r.real;
+            let n = r.null.as_ref();
+            println!(
+                "| {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.workload,
+                r.clients,
+                m.calls,
+                m.rate(),
+                n.map_or("–".into(), |n| format!("{:.0}", n.rate())),
+                r.ratio().map_or("–".into(), |x| format!("{x:.2}")),
+                r.spread(),
+                dur(m.quantile(0.50)),
+                dur(m.quantile(0.95)),
+                dur(m.quantile(0.99)),
+                dur(m.quantile(1.0)),
+                r.failures,
+                m.cpu_per_call().map_or("–".into(), dur),
+                n.and_then(Measured::cpu_per_call).map_or("–".into(), dur),
+                m.loadgen_cpu
+                    .map_or("–".into(), |c| dur(c / m.calls.max(1) as u32)),
+                m.peak_rss_kib.map_or("–".into(), mib),
+            );
+        }
+        println!();
+        for r in &self.rows {
+            println!("- {} ×{}: {}", r.workload, r.clients, r.note);
+        }
+        for (line, _) in &self.setups {
+            println!("- {line}");
+        }
+        println!();
+        let opt = |d: Option<Duration>| {
+            d.map_or("–".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3))
+        };
+        println!(
+            "start to ready: {} (empty database), {} (restart on the populated database)",
+            opt(self.ready_fresh),
+            opt(self.ready_populated)
+        );
+        println!(
+            "idle RSS: {} after start, {} after the workloads",
+            self.idle_rss_start.map_or("–".into(), mib),
+            self.idle_rss_end.map_or("–".into(), mib)
+        );
+        println!(
+            "each row: the median of {} runs by ratio (spread: lowest–highest); errors: all runs; CPU: utime+stime from /proc (10 ms ticks) over the phase / its calls; peak RSS: VmHWM, reset before each phase",
+            self.reps
+        );
+        for r in &self.rows {
+            for e in r
+                .real
+                .examples
+                .iter()
+                .chain(r.null.iter().flat_map(|n| &n.examples))
+            {
+                println!("  {} ×{}: {e}", r.workload, r.clients);
+            }
+        }
+        if !self.quick {
+            self.print_targets();
+        }
+    }
+
+    fn print_targets(&self) {
+        println!();
+        println!("### targets (issue 5)");
+        let find = |w: &str, c: usize| self.rows.iter().find(|r| r.workload == w && r.clients == c);
+        let check = |name: String, ok: Option<bool>, got: String| {
+            let mark = match ok {
+                Some(true) => "met",
+                Some(false) => "NOT MET",
+                None => "not measured",
+            };
+            println!("- [{mark}] {name}: {got}");
+        };
+        let ratio = |r: Option<&Row>| r.and_then(Row::ratio);
+        for (c, p99) in [
+            (1, Duration::from_millis(1)),
+            (64, Duration::from_millis(20)),
+        ] {
+            let row = find("append", c);
+            check(
+                format!("append ×{c} ≥ 0.5× null"),
+                ratio(row).map(|x| x >= 0.5),
+                ratio(row).map_or("–".into(), |x| format!("{x:.2}×")),
+            );
+            check(
+                format!("append ×{c} p99 ≤ {}", dur(p99)),
+                row.map(|r| r.real.quantile(0.99) <= p99),
+                row.map_or("–".into(), |r| dur(r.real.quantile(0.99))),
+            );
+            if c == 64 {
+                check(
+                    "append ×64 zero errors".into(),
+                    row.map(|r| r.real.errors + r.real.wrong == 0),
+                    row.map_or("–".into(), |r| (r.real.errors + r.real.wrong).to_string()),
+                );
+                let rss = row.and_then(|r| r.real.peak_rss_kib);
+                check(
+                    "peak RSS under 64 clients ≤ 40 MB".into(),
+                    rss.map(|k| k * 1024 <= 40_000_000),
+                    rss.map_or("–".into(), mib),
+                );
+            }
+        }
+        let row = find("turn", 8);
+        check(
+            "turn ×8 ≥ 0.5× null".into(),
+            ratio(row).map(|x| x >= 0.5),
+            ratio(row).map_or("–".into(), |x| format!("{x:.2}×")),
+        );
+        for w in ["replay", "agents-list"] {
+            let row = find(w, 1);
+            check(
+                format!("{w} ≥ 3,000 pages/s"),
+                row.map(|r| r.real.rate() >= 3000.0),
+                row.map_or("–".into(), |r| format!("{:.0} pages/s", r.real.rate())),
+            );
+        }
+        let idle = match (self.idle_rss_start, self.idle_rss_end) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        check(
+            "idle RSS ≤ 15 MB".into(),
+            idle.map(|k| k * 1024 <= 15_000_000),
+            idle.map_or("–".into(), |k| {
+                format!("{} (the larger of the two)", mib(k))
+            }),
+        );
+        check(
+            "start to ready ≤ 100 ms".into(),
+            self.ready_fresh.map(|d| d <= Duration::from_millis(100)),
+            self.ready_fresh
+                .map_or("–".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3)),
+        );
+    }
+}
+
+fn dur(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.0} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_default();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    format!(
+        "{cores} cores ({model}), Linux {}, load average {} at the end",
+        kernel.trim(),
+        load.join(" ")
+    )
+}

@@ -1,0 +1,147 @@
+//! `append`: R runs × E events of 0.5–3 KB, spread over the clients so that several clients
+//! append to the same run at once (the hard case for gap-free numbering).
+//!
+//! Checks: every answer is the event document of its run; per run the seqs answered are
+//! exactly 1..E; afterwards each run's last event reads back as seq E with no `nextOffset`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use super::{measure, Measured};
+use crate::client::{Conn, Recorder};
+use crate::gen::{self, Payloads};
+use crate::target::Target;
+
+pub struct Append {
+    /// Unique per bench run, so runs never collide with earlier data.
+    pub tag: String,
+    pub runs: usize,
+    pub events: usize,
+    pub payloads: Arc<Payloads>,
+}
+
+impl Append {
+    pub fn run_id(&self, label: &str, r: usize) -> String {
+        format!("run-{}-{label}-{r}", self.tag)
+    }
+
+    fn agent_id(&self, label: &str) -> String {
+        format!("agent-{}-{label}", self.tag)
+    }
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    output: Option<EventDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EventDoc {
+    run_id: String,
+    seq: u64,
+    offset: String,
+}
+
+/// One phase: `clients` clients append all R×E events; `label` keeps its runs apart from
+/// other phases'. With `verify` false (the null server) answers are not looked at.
+pub async fn run(
+    target: &Target,
+    a: &Arc<Append>,
+    label: &str,
+    clients: usize,
+    verify: bool,
+) -> anyhow::Result<Measured> {
+    let total = a.runs * a.events;
+    let next = Arc::new(AtomicUsize::new(0));
+    let run_ids: Arc<Vec<String>> = Arc::new((0..a.runs).map(|r| a.run_id(label, r)).collect());
+    let agent = Arc::new(a.agent_id(label));
+    let (mut m, seqs) = measure(target, clients, |_, mut conn: Conn| {
+        let (a, next, run_ids, agent) = (a.clone(), next.clone(), run_ids.clone(), agent.clone());
+        async move {
+            let mut rec = Recorder::default();
+            let mut seen: Vec<(usize, u64)> = Vec::new();
+            loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if k >= total {
+                    break;
+                }
+                let r = k % a.runs;
+                let body = a.payloads.append_body(&agent, &run_ids[r], k);
+                let Some(answer) = rec.call(&mut conn, body).await else {
+                    continue;
+                };
+                if !verify {
+                    continue;
+                }
+                match serde_json::from_slice::<Answer>(&answer) {
+                    Ok(Answer { output: Some(ev) }) => {
+                        if ev.run_id != run_ids[r] || ev.offset != ev.seq.to_string() {
+                            rec.wrong(format!(
+                                "append to {} answered runId {} seq {} offset {}",
+                                run_ids[r], ev.run_id, ev.seq, ev.offset
+                            ));
+                        }
+                        seen.push((r, ev.seq));
+                    }
+                    Ok(Answer { output: None }) => rec.wrong("append answered no event".into()),
+                    Err(e) => rec.wrong(format!("append answer: {e}")),
+                }
+            }
+            (rec, seen)
+        }
+    })
+    .await?;
+    if verify {
+        let mut per_run: Vec<Vec<u64>> = vec![Vec::new(); a.runs];
+        for (r, seq) in seqs.into_iter().flatten() {
+            per_run[r].push(seq);
+        }
+        for (r, seqs) in per_run.iter_mut().enumerate() {
+            seqs.sort_unstable();
+            let expected: Vec<u64> = (1..=a.events as u64).collect();
+            if *seqs != expected {
+                m.wrong(format!(
+                    "run {} got seqs {:?}… (expected 1..={} once each)",
+                    run_ids[r],
+                    &seqs[..seqs.len().min(8)],
+                    a.events
+                ));
+            }
+        }
+        read_back(target, &run_ids, a.events as u64, &mut m).await?;
+    }
+    Ok(m)
+}
+
+/// After the phase, untimed: each run's last event is seq `events` and nothing follows it.
+async fn read_back(
+    target: &Target,
+    run_ids: &[String],
+    events: u64,
+    m: &mut Measured,
+) -> anyhow::Result<()> {
+    let mut conn = Conn::connect(target.ep.clone()).await?;
+    let mut rec = Recorder::default();
+    for run in run_ids {
+        let body = gen::events_list(run, Some(events.saturating_sub(1)));
+        let Some(answer) = rec.call(&mut conn, body).await else {
+            continue;
+        };
+        let ok = super::output(&answer).is_ok_and(|o| {
+            o.is_some_and(|o| {
+                let items = o["items"].as_array().map_or(0, Vec::len);
+                items == 1 && o["items"][0]["seq"] == events && super::no_cursor(&o, "nextOffset")
+            })
+        });
+        if !ok {
+            m.wrong(format!("run {run} does not read back with {events} events"));
+        }
+    }
+    if rec.errors > 0 {
+        m.wrong(format!("read-back failed: {:?}", rec.examples));
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! `replay`: one run of N events (0.5–3 KB each, appended beforehand by 16 clients, untimed)
+//! read back in pages of 100 by one client following `nextOffset`, several passes.
+//!
+//! Checks: in the first pass every page is parsed: 100 items (fewer on the last), seqs
+//! continuing the previous page, `nextOffset` equal to the last offset and present exactly
+//! while events remain. Later passes must return the same bytes page for page.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{append, measure, no_cursor, output, Measured};
+use crate::client::{Conn, Recorder};
+use crate::gen;
+use crate::target::Target;
+
+pub const PAGE: u64 = 100;
+
+/// Fills the run (untimed, but checked like `append`); returns its id.
+pub async fn setup(
+    target: &Target,
+    a: &Arc<append::Append>,
+    verify: bool,
+) -> anyhow::Result<(String, Measured)> {
+    let m = append::run(target, a, "replay", 16, verify).await?;
+    Ok((a.run_id("replay", 0), m))
+}
+
+pub async fn run(
+    target: &Target,
+    run_id: &str,
+    events: u64,
+    passes: usize,
+    verify: bool,
+) -> anyhow::Result<Measured> {
+    let pages = events.div_ceil(PAGE);
+    let run_id = Arc::new(run_id.to_string());
+    let (mut m, mut outs) = measure(target, 1, |_, mut conn: Conn| {
+        let run_id = run_id.clone();
+        async move {
+            let mut rec = Recorder::default();
+            let mut first: Vec<Bytes> = Vec::new();
+            let mut problems = Vec::new();
+            for pass in 0..passes {
+                for p in 0..pages {
+                    let after = (p > 0).then_some(p * PAGE);
+                    let Some(answer) = rec.call(&mut conn, gen::events_list(&run_id, after)).await
+                    else {
+                        continue;
+                    };
+                    if !verify {
+                        continue;
+                    }
+                    if pass == 0 {
+                        if let Err(e) = check_page(&answer, &run_id, p, events) {
+                            problems.push(e);
+                        }
+                        first.push(answer);
+                    } else if first.get(p as usize) != Some(&answer) {
+                        problems.push(format!("pass {pass} page {p} differs from pass 0"));
+                    }
+                }
+            }
+            for e in problems {
+                rec.wrong(e);
+            }
+            (rec, ())
+        }
+    })
+    .await?;
+    outs.clear();
+    if verify && m.calls as u64 != pages * passes as u64 {
+        m.wrong(format!(
+            "{} pages read, expected {}",
+            m.calls,
+            pages * passes as u64
+        ));
+    }
+    Ok(m)
+}
+
+fn check_page(answer: &[u8], run_id: &str, p: u64, events: u64) -> Result<(), String> {
+    let o = output(answer)?.ok_or_else(|| format!("page {p}: no output"))?;
+    let items = o["items"]
+        .as_array()
+        .ok_or_else(|| format!("page {p}: no items"))?;
+    let first = p * PAGE + 1;
+    let last = (first + PAGE - 1).min(events);
+    if items.len() as u64 != last + 1 - first {
+        return Err(format!(
+            "page {p}: {} items, expected {}",
+            items.len(),
+            last + 1 - first
+        ));
+    }
+    for (j, item) in items.iter().enumerate() {
+        let seq = first + j as u64;
+        if item["seq"] != seq
+            || item["offset"].as_str() != Some(seq.to_string().as_str())
+            || item["runId"] != run_id
+        {
+            return Err(format!("page {p} item {j}: expected seq {seq}, got {item}"));
+        }
+    }
+    let more = last < events;
+    if more {
+        if o["nextOffset"].as_str() != Some(last.to_string().as_str()) {
+            return Err(format!(
+                "page {p}: nextOffset {} (expected {last})",
+                o["nextOffset"]
+            ));
+        }
+    } else if !no_cursor(&o, "nextOffset") {
+        return Err(format!("last page {p} has nextOffset {}", o["nextOffset"]));
+    }
+    Ok(())
+}
