@@ -1,8 +1,10 @@
 //! [`SqliteStore`]: the store on one SQLite file in WAL mode.
 //!
-//! Writes go to a dedicated writer thread ([`writer`]) that batches them into shared
-//! commits; reads run on a small pool of read connections on tokio's blocking threads, so
-//! they never wait behind writes (WAL readers see the last committed state).
+//! Writes go through the one write connection ([`writer`]): run by the caller when nobody
+//! else is writing, otherwise queued for the writer thread, which batches them into shared
+//! commits. Store reads run on the caller's thread on a small pool of read connections, so
+//! they never wait behind writes (WAL readers see the last committed state); the tools'
+//! `read_with` closures run on tokio's blocking threads.
 
 mod agents;
 mod cascade;
@@ -25,7 +27,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::{broadcast, oneshot};
 
 use super::{BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreOutput};
-use writer::Job;
+use writer::{Job, Writer};
 
 /// How hard a commit tries to reach the disk (`store.sync` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
@@ -117,6 +119,9 @@ const MAX_IDLE_READERS: usize = 8;
 /// writer finish its queue and exit.
 pub struct SqliteStore {
     writer: mpsc::Sender<Box<dyn Job>>,
+    write: Arc<Writer>,
+    /// Whether an uncontended store write may run on the caller's thread (see [`writer`]).
+    inline_writes: bool,
     readers: Arc<ReaderPool>,
     events: broadcast::Sender<EventAppended>,
     max_page_size: usize,
@@ -180,13 +185,17 @@ impl SqliteStore {
             .map_err(|e| classify_open(&path, e))?;
 
         let (tx, rx) = mpsc::channel();
+        let write = Arc::new(Writer::new(conn));
+        let thread_write = write.clone();
         std::thread::Builder::new()
             .name("callbackd-writer".into())
-            .spawn(move || writer::run(conn, rx))
+            .spawn(move || writer::run(thread_write, rx))
             .map_err(OpenError::Thread)?;
         let (events, _) = broadcast::channel(1024);
         Ok(SqliteStore {
             writer: tx,
+            write,
+            inline_writes: opts.sync == SyncMode::Normal,
             readers: Arc::new(ReaderPool {
                 path,
                 opts: opts.clone(),
@@ -227,9 +236,11 @@ impl SqliteStore {
     }
 
     fn submit(&self, job: Box<dyn Job>) -> Result<(), StoreError> {
-        self.writer
-            .send(job)
-            .map_err(|_| StoreError::Unavailable("the store writer stopped".into()))
+        self.write.enqueued();
+        self.writer.send(job).map_err(|_| {
+            self.write.not_enqueued();
+            StoreError::Unavailable("the store writer stopped".into())
+        })
     }
 
     fn clamp(&self, call: StoreCall) -> StoreCall {
@@ -271,17 +282,28 @@ impl Store for SqliteStore {
         let call = self.clamp(call);
         Box::pin(async move {
             if !call.is_write() {
-                return self.read_with(move |conn| read(conn, &ns, call)).await;
+                // On this thread: a store read is an indexed lookup or one page, tens to a
+                // few hundred microseconds with the database in the page cache, less than
+                // the two thread hand-offs of spawn_blocking cost (measured; see writer.rs).
+                return self.readers.with(|conn| read(conn, &ns, call));
             }
             let (reply, rx) = oneshot::channel();
-            self.submit(Box::new(CallJob {
+            let job: Box<dyn Job> = Box::new(CallJob {
                 ns,
                 call: Some(call),
                 output: None,
                 notice: None,
                 reply: Some(reply),
                 events: self.events.clone(),
-            }))?;
+            });
+            let queued = if self.inline_writes {
+                self.write.try_inline(job).err()
+            } else {
+                Some(job)
+            };
+            if let Some(job) = queued {
+                self.submit(job)?;
+            }
             rx.await
                 .map_err(|_| StoreError::Unavailable("the store writer stopped".into()))?
         })
