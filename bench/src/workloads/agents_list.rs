@@ -2,10 +2,10 @@
 //! through with `agents.list {filter: {cwd, cursor}}` at the bridge's default page size (50)
 //! by one client, several passes.
 //!
-//! Checks: the first pass follows `nextCursor` and sees every agent exactly once, in
+//! Checks: a first, untimed read follows `nextCursor` and sees every agent exactly once, in
 //! `updatedAt` desc, `agentId` desc order (a third of the agents share an `updatedAt` with a
-//! neighbour, to exercise the tie-break), with a cursor on every page but the last. Later
-//! passes reuse the first pass's cursors and must return the same bytes page for page.
+//! neighbour, to exercise the tie-break), with a cursor on every page but the last. The timed
+//! passes reuse its cursors and must return the same bytes page for page.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -55,8 +55,9 @@ pub async fn setup(target: &Target, tag: &str, n: usize, base_ms: u64) -> anyhow
 }
 
 /// Pages through the workspace `passes` times. `cursors`: the cursor of each page after the
-/// first, from an earlier run (the null server cannot produce them); `None` discovers them
-/// in the first pass. Returns the cursors used.
+/// first, from an earlier run (the null server cannot produce them); `None` (callbackd)
+/// first reads every page untimed, checking it and collecting the cursors, and the timed
+/// passes must then return the same bytes. Returns the cursors used.
 pub async fn run(
     target: &Target,
     tag: &str,
@@ -66,81 +67,39 @@ pub async fn run(
     verify: bool,
 ) -> anyhow::Result<(Measured, Arc<Vec<String>>)> {
     let cwd = Arc::new(cwd(tag));
-    let (mut m, mut outs) = measure(target, 1, |_, mut conn: Conn| {
-        let (cwd, known) = (cwd.clone(), cursors.clone());
+    let (reference, cursors, problems) = match cursors {
+        Some(c) => (Vec::new(), c, Vec::new()),
+        None => {
+            let (pages, cursors, problems) = checked_pages(target, &cwd, n).await?;
+            (pages, Arc::new(cursors), problems)
+        }
+    };
+    let reference = Arc::new(reference);
+    let (mut m, _) = measure(target, 1, |_, mut conn: Conn| {
+        let (cwd, cursors, reference) = (cwd.clone(), cursors.clone(), reference.clone());
         async move {
             let mut rec = Recorder::default();
-            let mut found: Vec<String> = Vec::new();
-            let mut first: Vec<Bytes> = Vec::new();
-            let mut seen: Vec<(f64, String)> = Vec::new();
-            let mut problems = Vec::new();
             for pass in 0..passes {
-                let mut p = 0;
-                loop {
-                    let cursor: Option<String> = match (p, &known) {
-                        (0, _) => None,
-                        (_, Some(k)) => k.get(p - 1).cloned(),
-                        (_, None) => found.get(p - 1).cloned(),
-                    };
-                    if p > 0 && cursor.is_none() {
-                        break;
-                    }
-                    let body = gen::agents_list(&cwd, cursor.as_deref());
+                for p in 0..=cursors.len() {
+                    let cursor = p.checked_sub(1).map(|i| cursors[i].as_str());
+                    let body = gen::agents_list(&cwd, cursor);
                     let Some(answer) = rec.call(&mut conn, body).await else {
-                        break;
+                        continue;
                     };
-                    p += 1;
-                    if !verify {
-                        continue;
-                    }
-                    if pass > 0 {
-                        if first.get(p - 1) != Some(&answer) {
-                            problems.push(format!("pass {pass} page {p} differs from pass 0"));
-                        }
-                        continue;
-                    }
-                    // Pass 0: parse, collect, follow the cursor.
-                    match page(&answer) {
-                        Ok((items, next)) => {
-                            seen.extend(items);
-                            first.push(answer);
-                            match next {
-                                Some(c) => found.push(c),
-                                None => break,
-                            }
-                        }
-                        Err(e) => {
-                            problems.push(format!("page {p}: {e}"));
-                            break;
-                        }
-                    }
-                    if p > n {
-                        problems.push("more pages than agents: the cursor loops".into());
-                        break;
+                    if verify && reference.get(p) != Some(&answer) {
+                        rec.wrong(format!(
+                            "pass {pass} page {p} differs from the checked read"
+                        ));
                     }
                 }
             }
-            if verify {
-                if seen.len() != n {
-                    problems.push(format!("listed {} agents, expected {n}", seen.len()));
-                }
-                let ordered = seen
-                    .windows(2)
-                    .all(|w| w[0].0 > w[1].0 || (w[0].0 == w[1].0 && w[0].1 > w[1].1));
-                if !ordered {
-                    problems.push(
-                        "agents not in updatedAt desc, agentId desc order, or repeated".into(),
-                    );
-                }
-            }
-            for e in problems {
-                rec.wrong(e);
-            }
-            (rec, found)
+            (rec, ())
         }
     })
     .await?;
-    let found = outs.pop().unwrap_or_default();
+    for e in problems {
+        m.wrong(e);
+    }
     if verify && m.calls != passes * n.div_ceil(50) {
         m.wrong(format!(
             "{} pages read, expected {}",
@@ -148,7 +107,55 @@ pub async fn run(
             passes * n.div_ceil(50)
         ));
     }
-    Ok((m, cursors.unwrap_or_else(|| Arc::new(found))))
+    Ok((m, cursors))
+}
+
+/// Reads every page once following `nextCursor`; checks that every agent is listed once, in
+/// order, with a cursor on every page but the last. Returns the pages and cursors.
+async fn checked_pages(
+    target: &Target,
+    cwd: &str,
+    n: usize,
+) -> anyhow::Result<(Vec<Bytes>, Vec<String>, Vec<String>)> {
+    let mut conn = Conn::connect(target.ep.clone()).await?;
+    let mut rec = Recorder::default();
+    let (mut pages, mut cursors, mut problems) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen: Items = Vec::new();
+    loop {
+        let body = gen::agents_list(cwd, cursors.last().map(String::as_str));
+        let Some(answer) = rec.call(&mut conn, body).await else {
+            problems.push(format!("page {}: {:?}", pages.len(), rec.examples.last()));
+            break;
+        };
+        match page(&answer) {
+            Ok((items, next)) => {
+                seen.extend(items);
+                pages.push(answer);
+                match next {
+                    Some(c) => cursors.push(c),
+                    None => break,
+                }
+            }
+            Err(e) => {
+                problems.push(format!("page {}: {e}", pages.len()));
+                break;
+            }
+        }
+        if pages.len() > n {
+            problems.push("more pages than agents: the cursor loops".into());
+            break;
+        }
+    }
+    if seen.len() != n {
+        problems.push(format!("listed {} agents, expected {n}", seen.len()));
+    }
+    let ordered = seen
+        .windows(2)
+        .all(|w| w[0].0 > w[1].0 || (w[0].0 == w[1].0 && w[0].1 > w[1].1));
+    if !ordered {
+        problems.push("agents not in updatedAt desc, agentId desc order, or repeated".into());
+    }
+    Ok((pages, cursors, problems))
 }
 
 type Items = Vec<(f64, String)>;
