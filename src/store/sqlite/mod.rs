@@ -13,6 +13,7 @@ mod checkpoints;
 pub mod migrate;
 mod run_events;
 mod runs;
+mod wal;
 mod writer;
 
 use std::fs::OpenOptions;
@@ -125,6 +126,8 @@ pub struct SqliteStore {
     readers: Arc<ReaderPool>,
     events: broadcast::Sender<EventAppended>,
     max_page_size: usize,
+    /// Stops the checkpoint thread when the store is dropped.
+    _checkpointer: wal::Checkpointer,
 }
 
 impl SqliteStore {
@@ -184,8 +187,17 @@ impl SqliteStore {
         conn.execute_batch("BEGIN IMMEDIATE; COMMIT")
             .map_err(|e| classify_open(&path, e))?;
 
+        // Checkpoints run on a thread of their own (see wal.rs); the write connection's own
+        // automatic checkpoint stays as a backstop.
+        conn.pragma_update(None, "wal_autocheckpoint", wal::BACKSTOP_PAGES)
+            .map_err(|e| classify_open(&path, e))?;
+        let signal = Arc::new(wal::Signal::default());
+        let checkpoint_conn = open_connection(&path, opts).map_err(|e| classify_open(&path, e))?;
+        let checkpointer =
+            wal::Checkpointer::start(checkpoint_conn, signal.clone()).map_err(OpenError::Thread)?;
+
         let (tx, rx) = mpsc::channel();
-        let write = Arc::new(Writer::new(conn));
+        let write = Arc::new(Writer::new(conn, signal));
         let thread_write = write.clone();
         std::thread::Builder::new()
             .name("callbackd-writer".into())
@@ -203,6 +215,7 @@ impl SqliteStore {
             }),
             events,
             max_page_size: opts.max_page_size.max(1),
+            _checkpointer: checkpointer,
         })
     }
 

@@ -17,10 +17,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::{Mutex, PoisonError, TryLockError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 use rusqlite::Connection;
 
+use super::wal;
 use crate::store::StoreError;
 
 /// The most jobs one transaction takes; bounds the latency a long queue adds to its first job.
@@ -39,13 +40,16 @@ pub struct Writer {
     /// Jobs handed to the writer thread and not finished yet; inline writes wait for zero,
     /// so that queued jobs are not overtaken indefinitely.
     queued: AtomicUsize,
+    /// Told of every commit, for the checkpoint thread.
+    wal: Arc<wal::Signal>,
 }
 
 impl Writer {
-    pub fn new(conn: Connection) -> Writer {
+    pub fn new(conn: Connection, wal: Arc<wal::Signal>) -> Writer {
         Writer {
             conn: Mutex::new(conn),
             queued: AtomicUsize::new(0),
+            wal,
         }
     }
 
@@ -62,6 +66,8 @@ impl Writer {
             Err(TryLockError::WouldBlock) => return Err(job),
         };
         run_batch(&conn, &mut vec![job]);
+        drop(conn);
+        self.wal.committed();
         Ok(())
     }
 
@@ -78,7 +84,7 @@ impl Writer {
 
 /// The writer thread's loop; returns when every sender is gone and the queue is drained.
 #[allow(clippy::needless_pass_by_value)] // the thread owns both until it exits
-pub fn run(writer: std::sync::Arc<Writer>, rx: Receiver<Box<dyn Job>>) {
+pub fn run(writer: Arc<Writer>, rx: Receiver<Box<dyn Job>>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
         batch.push(first);
@@ -94,6 +100,7 @@ pub fn run(writer: std::sync::Arc<Writer>, rx: Receiver<Box<dyn Job>>) {
             run_batch(&conn, &mut batch);
         }
         writer.queued.fetch_sub(n, Ordering::AcqRel);
+        writer.wal.committed();
     }
 }
 
