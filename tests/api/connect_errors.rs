@@ -25,6 +25,18 @@ fn snapshot(app: &TestApp) -> Vec<String> {
     out
 }
 
+/// An empty CallStore body with the right token, JSON content type and one extra header.
+async fn store_with_header(app: &TestApp, name: &str, value: &str) -> crate::helpers::Resp {
+    let auth = format!("Bearer {}", app.store_token);
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+        (name, value),
+    ];
+    app.request("POST", STORE_PATH, &headers, "{}", Framing::Chunked)
+        .await
+}
+
 async fn seeded() -> TestApp {
     let app = TestApp::spawn_with(|c| c.server.max_body_bytes = 64 * 1024).await;
     app.store_ok("agents", "create", json!({"agent": agent("a", "/ws", 1)}))
@@ -155,51 +167,15 @@ async fn unknown_paths_wrong_methods_and_codecs_are_answered_per_the_connect_spe
         .await;
     assert_eq!(resp.status, 415);
 
-    let resp = app
-        .request(
-            "POST",
-            STORE_PATH,
-            &[
-                json_ct,
-                ("authorization", &auth),
-                ("connect-protocol-version", "2"),
-            ],
-            "{}",
-            Framing::Chunked,
-        )
-        .await;
+    let resp = store_with_header(&app, "connect-protocol-version", "2").await;
     assert_eq!(resp.code(), "invalid_argument");
     assert!(resp.message().contains("Connect-Protocol-Version"));
 
-    let resp = app
-        .request(
-            "POST",
-            STORE_PATH,
-            &[
-                json_ct,
-                ("authorization", &auth),
-                ("connect-timeout-ms", "soon"),
-            ],
-            "{}",
-            Framing::Chunked,
-        )
-        .await;
+    let resp = store_with_header(&app, "connect-timeout-ms", "soon").await;
     assert_eq!(resp.code(), "invalid_argument");
     assert!(resp.message().contains("connect-timeout-ms"));
 
-    let resp = app
-        .request(
-            "POST",
-            STORE_PATH,
-            &[
-                json_ct,
-                ("authorization", &auth),
-                ("content-encoding", "br"),
-            ],
-            "{}",
-            Framing::Chunked,
-        )
-        .await;
+    let resp = store_with_header(&app, "content-encoding", "br").await;
     assert_eq!((resp.status, resp.code()), (415, "unimplemented".into()));
     assert!(resp.message().contains("Content-Encoding"));
     assert_eq!(snapshot(&app), before);
