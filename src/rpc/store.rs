@@ -173,6 +173,10 @@ fn skip_string(json: &[u8], mut i: usize) -> Result<usize, String> {
         u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
     };
     while i < json.len() {
+        i = to_quote_or_backslash(json, i);
+        if i == json.len() {
+            break;
+        }
         match json[i] {
             b'"' => return Ok(i + 1),
             b'\\' if json.get(i + 1) == Some(&b'u') => {
@@ -198,6 +202,31 @@ fn skip_string(json: &[u8], mut i: usize) -> Result<usize, String> {
         }
     }
     Ok(i)
+}
+
+/// The index of the first `"` or `\\` at or after `i` (or the end), eight bytes at a time:
+/// most of a request is string contents (event payloads), and this scan runs over all of it
+/// before the parser does (a byte-at-a-time loop here was an eighth of an append's CPU).
+fn to_quote_or_backslash(json: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // A zero byte of `v` is a byte of the chunk equal to the one searched for. The lowest
+    // flagged byte is always a real match (the classic has-zero-byte test can only add false
+    // flags above a real one).
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    while let Some(chunk) = json.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let hits =
+            zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < json.len() && json[i] != b'"' && json[i] != b'\\' {
+        i += 1;
+    }
+    i
 }
 
 fn unpaired(unit: u32) -> String {
