@@ -188,7 +188,7 @@ impl SqliteStore {
             .map_err(|e| classify_open(&path, e))?;
 
         // Checkpoints run on a thread of their own (see wal.rs); the write connection's own
-        // automatic checkpoint stays as a backstop.
+        // automatic checkpoint, at a higher threshold, finishes them and restarts the WAL.
         conn.pragma_update(None, "wal_autocheckpoint", wal::BACKSTOP_PAGES)
             .map_err(|e| classify_open(&path, e))?;
         let signal = Arc::new(wal::Signal::default());

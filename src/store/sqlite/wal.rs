@@ -11,8 +11,13 @@
 //! never fsynced and a checkpoint always is, whichever connection runs it; with `full` every
 //! commit is fsynced before it is acknowledged anyway.
 //!
-//! The write connection keeps SQLite's own checkpoint as a backstop, at [`BACKSTOP_PAGES`],
-//! in case this thread falls behind.
+//! The write connection keeps SQLite's own checkpoint, at [`BACKSTOP_PAGES`]. Under
+//! continuous writes that is what restarts the WAL: a checkpoint on another connection
+//! never quite catches up with a writer that keeps adding frames, and the WAL restarts only
+//! once every frame is copied. Since this thread has copied and synced nearly everything by
+//! then, the writer's checkpoint has little left to do. The WAL file stays under ~40 MB;
+//! measured under the bench, a threshold of 1000 pages (SQLite's default, a 4-6 MB WAL)
+//! cost a fifth of the throughput at 64 clients and doubled the p99.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -23,7 +28,7 @@ use rusqlite::Connection;
 /// batches.
 pub const EVERY: u64 = 64;
 
-/// `wal_autocheckpoint` of the write connection (pages; SQLite's default is 1000).
+/// `wal_autocheckpoint` of the write connection (pages of 4 KiB; SQLite's default is 1000).
 pub const BACKSTOP_PAGES: u32 = 10_000;
 
 /// What the writer and the checkpoint thread share.
