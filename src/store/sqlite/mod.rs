@@ -128,6 +128,22 @@ pub struct SqliteStore {
     max_page_size: usize,
     /// Stops the checkpoint thread when the store is dropped.
     _checkpointer: wal::Checkpointer,
+    /// Last: waits for the writer thread, which ends once `writer` (dropped first) is gone
+    /// and its queue is done. Without the wait the process could exit before the write
+    /// connection is closed, and a connection closed last is what checkpoints the WAL and
+    /// removes it: after a clean stop the next start would recover a WAL of up to 40 MB.
+    _writer_thread: JoinOnDrop,
+}
+
+/// Joins a thread when dropped.
+struct JoinOnDrop(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for JoinOnDrop {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl SqliteStore {
@@ -199,7 +215,7 @@ impl SqliteStore {
         let (tx, rx) = mpsc::channel();
         let write = Arc::new(Writer::new(conn, signal));
         let thread_write = write.clone();
-        std::thread::Builder::new()
+        let writer_thread = std::thread::Builder::new()
             .name("callbackd-writer".into())
             .spawn(move || writer::run(thread_write, rx))
             .map_err(OpenError::Thread)?;
@@ -216,6 +232,7 @@ impl SqliteStore {
             events,
             max_page_size: opts.max_page_size.max(1),
             _checkpointer: checkpointer,
+            _writer_thread: JoinOnDrop(Some(writer_thread)),
         })
     }
 

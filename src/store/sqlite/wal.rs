@@ -57,25 +57,32 @@ impl Signal {
     }
 }
 
-/// Stops the checkpoint thread when dropped (with the store).
+/// Stops the checkpoint thread when dropped (with the store), and waits for it.
 pub struct Checkpointer {
     signal: Arc<Signal>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Checkpointer {
     /// Starts the checkpoint thread on `conn`, a connection of its own.
     pub fn start(conn: Connection, signal: Arc<Signal>) -> std::io::Result<Checkpointer> {
         let thread_signal = signal.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("callbackd-checkpoint".into())
             .spawn(move || run(&conn, &thread_signal))?;
-        Ok(Checkpointer { signal })
+        Ok(Checkpointer {
+            signal,
+            thread: Some(thread),
+        })
     }
 }
 
 impl Drop for Checkpointer {
     fn drop(&mut self) {
         self.signal.stop();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
