@@ -168,7 +168,7 @@ impl Report {
             d.map_or("–".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3))
         };
         println!(
-            "start to ready: {} (empty database), {} (restart on the populated database)",
+            "start to ready: {} (empty database), {} (restart on the populated database, after a SIGTERM stop)",
             opt(self.ready_fresh),
             opt(self.ready_populated)
         );

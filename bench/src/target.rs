@@ -31,8 +31,21 @@ impl Target {
 }
 
 impl Drop for Target {
+    /// SIGTERM first, as a service manager stops a daemon (callbackd then checkpoints and
+    /// removes its WAL), SIGKILL after 5 s.
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
