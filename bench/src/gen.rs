@@ -71,7 +71,7 @@ fn text(rng: &mut Rng, len: usize) -> String {
     s
 }
 
-/// A pool of event payloads whose JSON is 0.5–3 KB, in the envelope the SDK writes
+/// A pool of event payloads (0.5–3 KB of JSON for `append`), in the envelope the SDK writes
 /// (`{"schemaVersion":1,"type":"sdk_message",...,"message":{...}}`). `{AGENT}` and `{RUN}`
 /// are filled in per request.
 pub struct Payloads {
@@ -80,12 +80,14 @@ pub struct Payloads {
 }
 
 impl Payloads {
-    pub fn new(seed: u64, n: usize) -> Payloads {
+    /// `n` payloads whose JSON is `bytes.0..=bytes.1` long (the envelope and ids take
+    /// ~190 bytes, a tool call's fixed part ~200 more: below ~400 bytes they come out
+    /// somewhat longer).
+    pub fn new(seed: u64, n: usize, bytes: (usize, usize)) -> Payloads {
         let mut rng = Rng::new(seed);
         let parts = (0..n)
             .map(|i| {
-                // The envelope around the text is ~190 bytes (ids included).
-                let len = rng.range(500, 3000).saturating_sub(190);
+                let len = rng.range(bytes.0, bytes.1).saturating_sub(190);
                 let message = match i % 4 {
                     0 | 1 => format!(
                         r#"{{"type":"assistant","message":{{"role":"assistant","content":[{{"type":"text","text":"{}"}}]}}}}"#,

@@ -101,6 +101,9 @@ struct Opts {
     replay_events: Option<usize>,
     #[arg(long)]
     replay_passes: Option<usize>,
+    /// replay: size range of each event's payload JSON, in bytes (append's by default).
+    #[arg(long, value_parser = parse_range, default_value = "500-3000")]
+    replay_event_bytes: (usize, usize),
     /// agents-list: agents in the workspace, and passes over them.
     #[arg(long)]
     agents: Option<usize>,
@@ -224,7 +227,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
         server
     };
 
-    let payloads = Arc::new(gen::Payloads::new(1, 256));
+    let payloads = Arc::new(gen::Payloads::new(1, 256, (500, 3000)));
     let base_ms = now_ms();
     let reps = opts.repeat.unwrap_or(if opts.quick { 1 } else { 3 }).max(1);
     report.reps = reps;
@@ -284,7 +287,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     tag: tag.clone(),
                     runs: 1,
                     events: sizes.replay_events,
-                    payloads: payloads.clone(),
+                    payloads: Arc::new(gen::Payloads::new(1, 256, opts.replay_event_bytes)),
                 });
                 let (run_id, setup) = replay::setup(&server, &a, true).await?;
                 report.setup("replay setup (append, 16 clients)", &setup);
@@ -299,8 +302,9 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     };
                     pairs.push((real, null));
                 }
+                let (lo, hi) = opts.replay_event_bytes;
                 report.add(Row::median("replay", 1, pairs).note(format!(
-                    "{n} events, pages of {}, {passes} passes",
+                    "{n} events of {lo}–{hi} bytes, pages of {}, {passes} passes",
                     replay::PAGE
                 )));
             }
@@ -350,6 +354,17 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
     }
     drop(server);
     Ok(report)
+}
+
+/// `LO-HI`, two sizes in bytes.
+fn parse_range(s: &str) -> Result<(usize, usize), String> {
+    let (lo, hi) = s.split_once('-').ok_or("expected LO-HI, e.g. 500-3000")?;
+    let lo: usize = lo.trim().parse().map_err(|e| format!("{lo}: {e}"))?;
+    let hi: usize = hi.trim().parse().map_err(|e| format!("{hi}: {e}"))?;
+    if lo == 0 || lo > hi {
+        return Err("expected 0 < LO <= HI".into());
+    }
+    Ok((lo, hi))
 }
 
 /// For `report`: a phase that is not a row of the table.
