@@ -37,6 +37,18 @@ async fn store_with_header(app: &TestApp, name: &str, value: &str) -> crate::hel
         .await
 }
 
+/// A CallStore whose body is already gzip-compressed (`Content-Encoding: gzip`).
+async fn post_gzipped(app: &TestApp, gzipped: Vec<u8>) -> crate::helpers::Resp {
+    let auth = format!("Bearer {}", app.store_token);
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+        ("content-encoding", "gzip"),
+    ];
+    app.request("POST", STORE_PATH, &headers, gzipped, Framing::Chunked)
+        .await
+}
+
 async fn seeded() -> TestApp {
     let app = TestApp::spawn_with(|c| c.server.max_body_bytes = 64 * 1024).await;
     app.store_ok("agents", "create", json!({"agent": agent("a", "/ws", 1)}))
@@ -296,20 +308,7 @@ async fn oversized_bodies_are_resource_exhausted_whatever_their_framing() {
     enc.write_all(big.as_bytes()).unwrap();
     let bomb = enc.finish().unwrap();
     assert!(bomb.len() < 64 * 1024);
-    let auth = format!("Bearer {}", app.store_token);
-    let resp = app
-        .request(
-            "POST",
-            STORE_PATH,
-            &[
-                ("content-type", "application/json"),
-                ("authorization", &auth),
-                ("content-encoding", "gzip"),
-            ],
-            bomb,
-            Framing::Chunked,
-        )
-        .await;
+    let resp = post_gzipped(&app, bomb).await;
     assert_eq!(resp.code(), "resource_exhausted");
     assert!(resp.message().contains("decompressed"));
     assert_eq!(snapshot(&app), before);
@@ -321,20 +320,7 @@ async fn gzip_request_bodies_are_accepted() {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(br#"{"substore":"agents","method":"get","input":{"agentId":"a"}}"#)
         .unwrap();
-    let auth = format!("Bearer {}", app.store_token);
-    let resp = app
-        .request(
-            "POST",
-            STORE_PATH,
-            &[
-                ("content-type", "application/json"),
-                ("authorization", &auth),
-                ("content-encoding", "gzip"),
-            ],
-            enc.finish().unwrap(),
-            Framing::Chunked,
-        )
-        .await;
+    let resp = post_gzipped(&app, enc.finish().unwrap()).await;
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.json()["output"]["agentId"], "a");
 }
