@@ -5,7 +5,7 @@ use base64::Engine;
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{is_constraint, json_str, write_page, Conditions};
+use super::{is_constraint, json_str, push_json_str, write_page, Conditions};
 use crate::store::{CheckpointFilter, Page, StoreError, StoreOutput};
 
 /// `{"found":true,"data":<base64>}` or `{"found":false}`. The bytes are checked against the
@@ -113,7 +113,7 @@ pub fn list(
         page.limit,
         "nextCursor",
         |row, out| {
-            out.push_str(&json_str(row.get_ref(0)?.as_str()?));
+            push_json_str(out, row.get_ref(0)?.as_str()?);
             Ok(())
         },
         |row| row.get::<_, String>(0),

@@ -615,7 +615,7 @@ pub(crate) fn write_page<K>(
         if n == limit {
             if let Some(last) = &last {
                 out.push_str("],");
-                out.push_str(&json_str(next_key));
+                push_json_str(&mut out, next_key);
                 out.push(':');
                 out.push_str(&encode(last));
                 out.push('}');
