@@ -286,7 +286,7 @@ async fn read_tail(mut r: impl AsyncRead + Unpin, keep: usize) -> Vec<u8> {
 /// The process group of a spawned command; SIGKILLed on drop unless it was already killed
 /// after the program exited.
 struct ProcessGroup {
-    pgid: Option<rustix::process::Pid>,
+    pgid: Option<nix::unistd::Pid>,
     done: AtomicBool,
 }
 
@@ -295,7 +295,9 @@ impl ProcessGroup {
         ProcessGroup {
             pgid: pid
                 .and_then(|p| i32::try_from(p).ok())
-                .and_then(rustix::process::Pid::from_raw),
+                // Never 0 or negative: killpg(0) would signal callbackd's own group.
+                .filter(|p| *p > 0)
+                .map(nix::unistd::Pid::from_raw),
             done: AtomicBool::new(false),
         }
     }
@@ -303,7 +305,7 @@ impl ProcessGroup {
     fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // ESRCH (nobody left in the group) is the common, harmless case.
-            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
         }
     }
 
