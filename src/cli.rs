@@ -43,6 +43,15 @@ pub enum Command {
     PrintConfig,
     /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.
     Healthcheck(ConfigArgs),
+    /// Internal: started by `run` next to the bridge; stops the bridge's process group if
+    /// callbackd ends without releasing it (see `supervisor::watchdog`).
+    #[command(hide = true)]
+    Watchdog {
+        #[arg(long)]
+        pgid: i32,
+        #[arg(long)]
+        stop_timeout_ms: u64,
+    },
     /// Custom tools (`tools export`).
     Tools {
         #[command(subcommand)]

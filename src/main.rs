@@ -116,6 +116,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             callbackd::health::probe(addr, std::time::Duration::from_secs(3))
                 .map_err(|e| anyhow::anyhow!("unhealthy: {e}"))
         }
+        Command::Watchdog {
+            pgid,
+            stop_timeout_ms,
+        } => callbackd::supervisor::watchdog::watch(
+            pgid,
+            std::time::Duration::from_millis(stop_timeout_ms),
+        ),
         Command::Tools {
             command: ToolsCommand::Export(args),
         } => {

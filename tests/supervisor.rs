@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -242,6 +243,42 @@ fn assert_all_gone(run: &Run, names: &[&str]) {
     }
 }
 
+/// Pids of running `callbackd watchdog` processes guarding process group `pgid`.
+fn watchdogs_of(pgid: i32) -> Vec<i32> {
+    let want = ["watchdog", "--pgid", &pgid.to_string()].map(String::from);
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| alive(pid))
+        .filter(|pid| {
+            let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+                return false;
+            };
+            let args: Vec<String> = cmdline
+                .split(|&b| b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            args.windows(3).any(|w| w == want)
+        })
+        .collect()
+}
+
+/// Waits up to `timeout` for the processes in the pid files `names` to be gone.
+fn wait_gone(run: &Run, names: &[&str], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    for name in names {
+        let pid = run.pid(name);
+        while alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !alive(pid),
+            "{name} ({pid}) still running after {timeout:?}"
+        );
+    }
+}
+
 /// The value after `flag` in the fake bridge's recorded argv.
 fn flag_value(argv: &[String], flag: &str) -> String {
     let i = argv
@@ -364,6 +401,56 @@ fn sigterm_reaches_the_bridge_group_and_callbackd_exits_with_its_status() {
         "the bridge could finish its shutdown"
     );
     assert_all_gone(&run, &["node.pid", "kid.pid"]);
+    assert!(
+        watchdogs_of(run.pid("node.pid")).is_empty(),
+        "a clean stop releases the watchdog"
+    );
+    assert!(!stderr.contains("callbackd watchdog:"), "{stderr}");
+}
+
+#[test]
+fn a_sigkilled_callbackd_does_not_leave_its_bridge_running() {
+    let mut run = Run::start(Opts::default());
+    run.wait_line("cursor-sdk-bridge ready ");
+    let node = run.pid("node.pid");
+    assert_eq!(
+        watchdogs_of(node).len(),
+        1,
+        "one watchdog guards the bridge"
+    );
+    run.signal(Signal::SIGKILL);
+    // The watchdog stops the group the way callbackd would have: SIGTERM, and SIGKILL only
+    // after the stop timeout. (Whether the fake bridge's shell gets to run its TERM trap
+    // varies: with callbackd gone its stderr is a broken pipe, and dash's "Terminated"
+    // notice for its killed child can end it by SIGPIPE first.)
+    wait_gone(&run, &["node.pid", "kid.pid"], Duration::from_secs(10));
+    let (status, stderr) = run.wait_exit(Duration::from_secs(5));
+    assert_eq!(status.signal(), Some(9));
+    assert!(
+        stderr.contains("callbackd watchdog: callbackd ended without stopping the bridge"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sending SIGKILL"), "{stderr}");
+    assert!(
+        watchdogs_of(node).is_empty(),
+        "the watchdog exits when done"
+    );
+}
+
+#[test]
+fn after_a_sigkill_a_bridge_that_ignores_sigterm_is_killed_after_the_stop_timeout() {
+    let mut run = Run::start(Opts {
+        mode: "ignore",
+        ..Opts::default()
+    });
+    run.wait_line("cursor-sdk-bridge ready ");
+    let t0 = Instant::now();
+    run.signal(Signal::SIGKILL);
+    wait_gone(&run, &["node.pid", "kid.pid"], Duration::from_secs(15));
+    // --stop-timeout 2
+    assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
+    let (_, stderr) = run.wait_exit(Duration::from_secs(5));
+    assert!(stderr.contains("sending SIGKILL"), "{stderr}");
 }
 
 #[test]

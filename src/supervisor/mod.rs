@@ -21,9 +21,11 @@
 //! `cursor-sdk-bridge ready {json}` line); its stdout is inherited; its stdin is `/dev/null`
 //! (it reads none, and in its own process group a terminal read would stop it).
 //!
-//! Not covered: a SIGKILLed callbackd cannot take its bridge along (there is no portable
-//! parent-death signal without `unsafe`), and descendants that leave the bridge's process
-//! group (`setsid`) are out of reach.
+//! If callbackd itself dies without doing this (SIGKILL, OOM killer, a crash), the
+//! [`watchdog`] process it started next to the bridge stops the bridge's group instead.
+//!
+//! Not covered: descendants that leave the bridge's process group (`setsid`) are out of
+//! reach.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -47,6 +49,8 @@ use tokio::time::Instant;
 use crate::app::AppBuilder;
 use crate::bridge::BridgeArgs;
 use crate::config;
+
+pub mod watchdog;
 
 /// The prefix of the bridge's ready line on stderr; the rest of the line is JSON.
 pub const READY_PREFIX: &str = "cursor-sdk-bridge ready ";
@@ -266,6 +270,16 @@ pub async fn run(
         }
     };
     let mut bridge = Bridge::start(child, opts.ready_file.clone(), opts.stop_timeout);
+    let watchdog = match watchdog::Watchdog::spawn(bridge.pgid, opts.stop_timeout) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(
+                error = %e,
+                "cannot start the bridge watchdog: if callbackd is killed, the bridge stays"
+            );
+            None
+        }
+    };
 
     // 1. Until the bridge exits: forward signals; the daemon serves meanwhile.
     let mut server_failed = false;
@@ -293,6 +307,9 @@ pub async fn run(
 
     // 2. Stragglers: whatever is left of the bridge's process group.
     bridge.reap_group(&mut signals).await;
+    if let Some(watchdog) = watchdog {
+        watchdog.release().await;
+    }
 
     // 3. The daemon: stop accepting, drain in-flight callbacks.
     let _ = stop_server.send(());
@@ -521,10 +538,7 @@ impl Bridge {
     /// it, which takes seconds on some machines. Without `/proc` they do count, so at worst
     /// this waits out the stop timeout.
     fn group_alive(&self) -> bool {
-        if matches!(killpg_probe(self.pgid), Err(Errno::ESRCH)) {
-            return false;
-        }
-        running_member(self.pgid).unwrap_or(true)
+        group_running(self.pgid)
     }
 
     /// After the bridge exited: asks what is left of its group to stop, and kills it when
@@ -576,6 +590,15 @@ impl Bridge {
             }
         }
     }
+}
+
+/// True while some process of group `pgid` is running (zombies do not count, see
+/// [`Bridge::group_alive`]).
+fn group_running(pgid: Pid) -> bool {
+    if matches!(killpg_probe(pgid), Err(Errno::ESRCH)) {
+        return false;
+    }
+    running_member(pgid).unwrap_or(true)
 }
 
 /// Signal 0 to a process group: only checks that it exists.
