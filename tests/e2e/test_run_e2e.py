@@ -187,3 +187,21 @@ def test_memory_note_survives_restart(setup_env, tmp_path):
     with h.DB(db_path) as db:
         assert db.rows_for_agent(agent, run_ids) == {}, "rows of the deleted agent are left (memory notes included)"
     assert stop_run(run) == 0, run.proc.tail()
+
+
+def test_a_sigkilled_callbackd_run_takes_the_real_bridge_along(setup_env, tmp_path):
+    """callbackd cannot forward anything once SIGKILLed: its watchdog stops the bridge."""
+    backend = h.FakeBackend(setup_env, tmp_path, "auto")
+    run = h.CallbackdRun(setup_env, tmp_path, tmp_path / "ws", backend, tmp_path / "callbackd.db", h.rand_token(),
+                         h.rand_token())
+    os.kill(run.proc.pid, signal.SIGKILL)
+    run.proc.popen.wait(timeout=10)
+    deadline = time.monotonic() + 20
+    while h.pid_alive(run.bridge_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not h.pid_alive(run.bridge_pid), f"the bridge outlived a SIGKILLed callbackd\n{run.proc.tail()}"
+    assert "callbackd watchdog: callbackd ended without stopping the bridge" in run.proc.stderr_text()
+    deadline = time.monotonic() + 5
+    while h.live_pids_mentioning(str(tmp_path / "run-state")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not h.live_pids_mentioning(str(tmp_path / "run-state")), "part of the bridge is still running"
