@@ -5,6 +5,7 @@
 //! per route, the bearer check of that service's tokens, then the handler. `/healthz`
 //! sits outside auth for container health checks.
 
+mod call_log;
 pub mod codec;
 pub mod store;
 pub mod tools;

@@ -1,7 +1,5 @@
 //! `CallStore`: `{substore, method, input}` -> [`StoreCall`] -> [`Store`] -> `{output}`.
 
-use std::time::Instant;
-
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -13,6 +11,7 @@ use prost::Message;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
@@ -36,24 +35,41 @@ pub async fn call_store(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let started = Instant::now();
-    let mut name = "?";
-    let result = handle(&state, &ns, &headers, body, &mut name).await;
-    let latency_us = started.elapsed().as_micros() as u64;
-    match result {
+    let mut log = CallLog::start(StoreLine { call: "?" });
+    match handle(&state, &ns, &headers, body, &mut log).await {
         Ok(response) => {
-            tracing::info!(target: "callbackd::store", call = name, outcome = "ok", latency_us);
+            log.finish("ok");
             response
         }
         Err(e) => {
-            tracing::info!(
-                target: "callbackd::store",
-                call = name,
-                outcome = e.code.as_str(),
-                latency_us,
-                error = %e.message
-            );
+            log.error = Some(e.message.clone());
+            log.finish(e.code.as_str());
             e.into_response()
+        }
+    }
+}
+
+/// The store's log line: the call (`runEvents.append`), never its input.
+struct StoreLine {
+    call: &'static str,
+}
+
+impl CallFields for StoreLine {
+    fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>) {
+        match error {
+            None => tracing::info!(
+                target: "callbackd::store",
+                call = self.call,
+                outcome,
+                latency_us
+            ),
+            Some(error) => tracing::info!(
+                target: "callbackd::store",
+                call = self.call,
+                outcome,
+                latency_us,
+                error = %error
+            ),
         }
     }
 }
@@ -63,11 +79,11 @@ async fn handle(
     ns: &Namespace,
     headers: &HeaderMap,
     body: Body,
-    name: &mut &'static str,
+    log: &mut CallLog<StoreLine>,
 ) -> Result<Response, ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
     let call = decode_request(req.codec, &req.body)?;
-    *name = call.name();
+    log.fields.call = call.name();
     let fut = state.store.call(ns, call);
     let output = match req.timeout {
         None => fut.await?,

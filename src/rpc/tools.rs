@@ -9,7 +9,6 @@
 //! the arguments.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::State;
@@ -19,6 +18,7 @@ use http::HeaderMap;
 use prost::Message;
 use serde_json::{Map, Value};
 
+use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
@@ -57,7 +57,10 @@ pub async fn call_custom_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut log = CallLog::new();
+    let mut log = CallLog::start(ToolLine {
+        tool: "?".into(),
+        agent_id: "?".into(),
+    });
     let response = handle(&state, ns, &headers, body, &mut log).await;
     log.finish(match &response {
         Ok((_, outcome)) => outcome,
@@ -74,15 +77,15 @@ async fn handle(
     ns: Namespace,
     headers: &HeaderMap,
     body: Body,
-    log: &mut CallLog,
+    log: &mut CallLog<ToolLine>,
 ) -> Result<(Response, &'static str), ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
     let call = match req.codec {
         Codec::Json => parse_json(&req.body)?,
         Codec::Proto => parse_proto(&req.body)?,
     };
-    log.tool = call.tool_name.clone();
-    log.agent_id = call.agent_id.clone();
+    log.fields.tool = call.tool_name.clone();
+    log.fields.agent_id = call.agent_id.clone();
     let registry = state.tools.registry();
     let Some(tool) = registry.get(&call.tool_name) else {
         let served: Vec<&str> = registry.names().collect();
@@ -215,35 +218,15 @@ fn encode(codec: Codec, result: &Value) -> Response {
     }
 }
 
-/// The one log line of a call, written when the call ends — also when it never does
-/// because the bridge hung up and hyper dropped the request (outcome `cancelled`).
-struct CallLog {
-    started: Instant,
+/// The tools' log line: tool and agent, never the arguments.
+struct ToolLine {
     tool: String,
     agent_id: String,
-    error: Option<String>,
-    done: bool,
 }
 
-impl CallLog {
-    fn new() -> Self {
-        CallLog {
-            started: Instant::now(),
-            tool: "?".into(),
-            agent_id: "?".into(),
-            error: None,
-            done: false,
-        }
-    }
-
-    fn finish(&mut self, outcome: &str) {
-        self.done = true;
-        self.write(outcome);
-    }
-
-    fn write(&self, outcome: &str) {
-        let latency_us = latency_us(self.started.elapsed());
-        match &self.error {
+impl CallFields for ToolLine {
+    fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>) {
+        match error {
             None => tracing::info!(
                 target: "callbackd::tools",
                 tool = %self.tool,
@@ -261,16 +244,4 @@ impl CallLog {
             ),
         }
     }
-}
-
-impl Drop for CallLog {
-    fn drop(&mut self) {
-        if !self.done {
-            self.write("cancelled");
-        }
-    }
-}
-
-fn latency_us(d: Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
