@@ -101,6 +101,13 @@ impl AppBuilder {
     pub async fn build(self) -> anyhow::Result<App> {
         let config = self.config;
         config.validate()?;
+        // The port first: a daemon that cannot listen fails before it creates any file (the
+        // database, a generated tokens file).
+        let addr = config.server.listen_addr()?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
         let tokens = tokens::resolve(&config.auth, &config.store.path)?;
         let store = {
             let opts = config.store.sqlite_options();
@@ -116,11 +123,6 @@ impl AppBuilder {
             tools = %registry.names().collect::<Vec<_>>().join(","),
             "custom tools registered"
         );
-        let addr = config.server.listen_addr()?;
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        let addr = listener.local_addr()?;
         let s = &config.server;
         let state = RpcState {
             store: store.clone(),

@@ -362,3 +362,31 @@ fn a_file_that_is_not_a_database_is_a_clear_startup_error() {
         .unwrap()
         .starts_with("these are not"));
 }
+
+#[test]
+fn a_busy_port_is_a_clear_startup_error_and_creates_no_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap();
+    let db = dir.path().join("callbackd.db");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .arg("serve")
+        .arg("--listen")
+        .arg(addr.to_string())
+        .arg("--db")
+        .arg(&db)
+        .env_remove("CALLBACKD_CONFIG")
+        .env_remove("CALLBACKD_STORE_TOKEN")
+        .env_remove("CALLBACKD_TOOL_TOKEN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
+    // No database, and no generated tokens file that a later start would silently reuse.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
