@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{measure, no_cursor, output, Measured};
+use super::{measure, no_cursor, output, Fingerprint, Measured};
 use crate::client::{Conn, Recorder};
 use crate::gen::{self, AgentState};
 use crate::target::Target;
@@ -74,7 +74,8 @@ pub async fn run(
             (pages, Arc::new(cursors), problems)
         }
     };
-    let reference = Arc::new(reference);
+    let reference: Arc<Vec<Fingerprint>> =
+        Arc::new(reference.iter().map(|page| Fingerprint::of(page)).collect());
     let (mut m, _) = measure(target, 1, |_, mut conn: Conn| {
         let (cwd, cursors, reference) = (cwd.clone(), cursors.clone(), reference.clone());
         async move {
@@ -86,7 +87,7 @@ pub async fn run(
                     let Some(answer) = rec.call(&mut conn, body).await else {
                         continue;
                     };
-                    if verify && reference.get(p) != Some(&answer) {
+                    if verify && reference.get(p) != Some(&Fingerprint::of(&answer)) {
                         rec.wrong(format!(
                             "pass {pass} page {p} differs from the checked read"
                         ));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{append, measure, no_cursor, output, Measured};
+use super::{append, measure, no_cursor, output, Fingerprint, Measured};
 use crate::client::{Conn, Recorder};
 use crate::gen;
 use crate::target::Target;
@@ -41,7 +41,8 @@ pub async fn run(
     } else {
         (Vec::new(), Vec::new())
     };
-    let reference = Arc::new(reference);
+    let reference: Arc<Vec<Fingerprint>> =
+        Arc::new(reference.iter().map(|page| Fingerprint::of(page)).collect());
     let run_id = Arc::new(run_id.to_string());
     let (mut m, _) = measure(target, 1, |_, mut conn: Conn| {
         let (run_id, reference) = (run_id.clone(), reference.clone());
@@ -54,7 +55,7 @@ pub async fn run(
                     let Some(answer) = rec.call(&mut conn, body).await else {
                         continue;
                     };
-                    if verify && reference.get(p as usize) != Some(&answer) {
+                    if verify && reference.get(p as usize) != Some(&Fingerprint::of(&answer)) {
                         rec.wrong(format!(
                             "pass {pass} page {p} differs from the checked read"
                         ));
