@@ -158,8 +158,19 @@ pub struct ToolsConfig {
     pub max_concurrency: usize,
     /// Tools switched off by name (built-in, command or plugin).
     pub disabled: Vec<String>,
+    /// `[tools.limits.NAME]`: limits of one tool, over whatever the tool sets itself.
+    pub limits: std::collections::BTreeMap<String, ToolLimitsConfig>,
     /// `[[tools.command]]`: tools that run a program.
     pub command: Vec<CommandToolConfig>,
+}
+
+/// One `[tools.limits.NAME]` table: for built-in and plugin tools, whose limits are set in
+/// code, this is the one place to change them without a rebuild.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolLimitsConfig {
+    pub timeout_ms: Option<u64>,
+    pub max_concurrency: Option<usize>,
 }
 
 impl Default for ToolsConfig {
@@ -168,6 +179,7 @@ impl Default for ToolsConfig {
             timeout_ms: 60_000,
             max_concurrency: 16,
             disabled: Vec::new(),
+            limits: Default::default(),
             command: Vec::new(),
         }
     }
@@ -362,6 +374,18 @@ impl Config {
                 "tools.max_concurrency must be at least 1".into(),
             ));
         }
+        if self.tools.timeout_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "tools.timeout_ms must be at least 1".into(),
+            ));
+        }
+        for (name, limits) in &self.tools.limits {
+            if limits.timeout_ms == Some(0) || limits.max_concurrency == Some(0) {
+                return Err(ConfigError::Invalid(format!(
+                    "tools.limits.{name}: timeout_ms and max_concurrency must be at least 1"
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -399,6 +423,22 @@ mod tests {
         assert_eq!(example.server.max_body_bytes, default.server.max_body_bytes);
         assert_eq!(example.store.sync, default.store.sync);
         assert_eq!(example.tools.timeout_ms, default.tools.timeout_ms);
+    }
+
+    #[test]
+    fn tool_limits_parse_from_toml_and_zero_is_refused() {
+        let config: Config =
+            toml::from_str("[tools.limits.memory]\ntimeout_ms = 5000\nmax_concurrency = 2\n")
+                .unwrap();
+        let memory = &config.tools.limits["memory"];
+        assert_eq!(
+            (memory.timeout_ms, memory.max_concurrency),
+            (Some(5000), Some(2))
+        );
+        let zero: Config = toml::from_str("[tools.limits.echo]\nmax_concurrency = 0\n").unwrap();
+        let err = zero.validate().unwrap_err().to_string();
+        assert!(err.contains("tools.limits.echo"), "{err}");
+        assert!(toml::from_str::<Config>("[tools.limits.echo]\ntimeout = 1\n").is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use super::command::CommandTool;
 use super::schema::{Schema, SchemaError};
 use super::Tool;
-use crate::config::ToolsConfig;
+use crate::config::{ToolLimitsConfig, ToolsConfig};
 
 /// Limits a tool gets unless it sets its own.
 #[derive(Debug, Clone, Copy)]
@@ -51,8 +51,12 @@ pub enum RegistryError {
     },
     #[error("tool {tool:?}: {reason}")]
     Invalid { tool: String, reason: String },
-    #[error("tools.disabled names {name:?}, but no tool has that name (tools: {known})")]
-    UnknownDisabled { name: String, known: String },
+    #[error("tools.{key} names {name:?}, but no tool has that name (tools: {known})")]
+    UnknownName {
+        key: &'static str,
+        name: String,
+        known: String,
+    },
 }
 
 /// A tool as the registry holds it.
@@ -104,6 +108,8 @@ impl RegisteredTool {
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<RegisteredTool>>,
     defaults: ToolLimits,
+    /// `[tools.limits.NAME]`: wins over the tool's own limits and the defaults.
+    overrides: BTreeMap<String, ToolLimitsConfig>,
 }
 
 impl Default for ToolRegistry {
@@ -118,18 +124,21 @@ impl ToolRegistry {
         ToolRegistry {
             tools: BTreeMap::new(),
             defaults,
+            overrides: BTreeMap::new(),
         }
     }
 
     /// The registry a daemon serves: `builtins`, then the `[[tools.command]]` tools, then
-    /// `plugins`, leaving out every name in `tools.disabled`. A disabled name that matches
-    /// no tool is an error (most likely a typo that would leave a tool switched on).
+    /// `plugins`, leaving out every name in `tools.disabled`, each with its
+    /// `[tools.limits.NAME]` if any. A name in either that matches no tool is an error (most
+    /// likely a typo that would leave a tool switched on, or its limits unchanged).
     pub fn from_config(
         config: &ToolsConfig,
         builtins: Vec<Arc<dyn Tool>>,
         plugins: &[Arc<dyn Tool>],
     ) -> Result<ToolRegistry, RegistryError> {
         let mut registry = ToolRegistry::new(ToolLimits::from_config(config));
+        registry.overrides = config.limits.clone();
         let mut candidates = builtins;
         for c in &config.command {
             let tool = CommandTool::from_config(c).map_err(|reason| RegistryError::Invalid {
@@ -148,8 +157,11 @@ impl ToolRegistry {
                 registry.register_arc(tool)?;
             }
         }
-        if let Some(name) = config.disabled.iter().find(|d| !seen.contains(d)) {
-            return Err(RegistryError::UnknownDisabled {
+        let named = config.disabled.iter().map(|n| ("disabled", n));
+        let limited = config.limits.keys().map(|n| ("limits", n));
+        if let Some((key, name)) = named.chain(limited).find(|(_, n)| !seen.contains(n)) {
+            return Err(RegistryError::UnknownName {
+                key,
                 name: name.clone(),
                 known: seen.join(", "),
             });
@@ -197,9 +209,15 @@ impl ToolRegistry {
             .map(Schema::compile)
             .transpose()
             .map_err(|e| schema_err("output", e))?;
-        let timeout = tool.timeout().unwrap_or(self.defaults.timeout);
-        let max_concurrency = tool
-            .max_concurrency()
+        let set = self.overrides.get(&name).cloned().unwrap_or_default();
+        let timeout = set
+            .timeout_ms
+            .map(Duration::from_millis)
+            .or_else(|| tool.timeout())
+            .unwrap_or(self.defaults.timeout);
+        let max_concurrency = set
+            .max_concurrency
+            .or_else(|| tool.max_concurrency())
             .unwrap_or(self.defaults.max_concurrency);
         if max_concurrency == 0 {
             return Err(RegistryError::Invalid {

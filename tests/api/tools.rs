@@ -675,6 +675,56 @@ async fn a_tool_past_its_timeout_is_cancelled_and_the_daemon_stays_responsive() 
 }
 
 #[tokio::test]
+async fn tools_limits_in_the_config_override_a_plugins_own_limits() {
+    let mut sleepy = FnTool::new("sleepy", |_, _| {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(json!("woke up"))
+        })
+    });
+    sleepy.timeout = Some(Duration::from_secs(60));
+    let app = with_config_and_tools(
+        |c| {
+            c.tools.limits.insert(
+                "sleepy".into(),
+                callbackd::config::ToolLimitsConfig {
+                    timeout_ms: Some(200),
+                    max_concurrency: None,
+                },
+            );
+        },
+        vec![Arc::new(sleepy)],
+    )
+    .await;
+
+    let started = Instant::now();
+    let text = error_text(&call(&app, "sleepy", json!({})).await);
+
+    assert!(started.elapsed() < PROMPTLY, "took {:?}", started.elapsed());
+    assert!(text.contains("did not finish within 200 ms"), "{text}");
+}
+
+#[test]
+fn tools_limits_for_a_tool_that_does_not_exist_are_a_startup_error() {
+    let mut config = Config::default();
+    config.tools.limits.insert(
+        "memroy".into(),
+        callbackd::config::ToolLimitsConfig {
+            timeout_ms: Some(1000),
+            max_concurrency: None,
+        },
+    );
+    let err = callbackd::App::builder(config)
+        .tool_declarations()
+        .unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("tools.limits names \"memroy\", but no tool has that name"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn a_tighter_connect_timeout_header_wins() {
     let sleepy = FnTool::new("sleepy", |_, _| {
         Box::pin(async {
