@@ -23,5 +23,87 @@ pub fn init(config: &LogConfig) {
         LogFormat::Json => builder.json().try_init(),
     };
     // A second init (tests building several apps) keeps the first subscriber.
-    drop(result);
+    if result.is_ok() {
+        log_panics();
+    }
+}
+
+/// Routes panic messages through `tracing`, so that with `log.format = "json"` a panicking
+/// plugin tool leaves one JSON line (message, location, thread) rather than raw text in the
+/// middle of the log. Where no subscriber is listening the previous hook runs as before.
+fn log_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let unheard =
+            tracing::dispatcher::get_default(|d| d.is::<tracing::subscriber::NoSubscriber>());
+        if unheard {
+            return previous(info);
+        }
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a non-string panic payload");
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+            .unwrap_or_default();
+        let thread = std::thread::current();
+        let thread = thread.name().unwrap_or("unnamed");
+        let backtrace = std::backtrace::Backtrace::capture();
+        if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            tracing::error!(
+                target: "callbackd::panic", %location, thread, %backtrace, "panic: {message}"
+            );
+        } else {
+            tracing::error!(target: "callbackd::panic", %location, thread, "panic: {message}");
+        }
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_panic_is_one_json_log_line_with_its_location() {
+        super::log_panics();
+        let out = Captured::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let _ = std::panic::catch_unwind(|| panic!("tool blew up: {}", 42));
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(line["fields"]["message"], "panic: tool blew up: 42");
+        assert!(
+            line["fields"]["location"]
+                .as_str()
+                .unwrap()
+                .starts_with("src/telemetry.rs:"),
+            "{line}"
+        );
+        assert_eq!(line["target"], "callbackd::panic");
+    }
 }
