@@ -284,6 +284,17 @@ impl Config {
             if let Some(p) = tool.cwd.as_mut() {
                 fix(p);
             }
+            // A program given as a relative path ("./tools/wc.sh", "bin/x") is the file next
+            // to the config too, made absolute: left relative, exec would look for it in the
+            // tool's `cwd`. A bare name ("python3") is looked up in PATH as usual.
+            if let Some(program) = tool.argv.first_mut() {
+                let path = Path::new(program.as_str());
+                if program.contains('/') && path.is_relative() {
+                    let joined = dir.join(path);
+                    let absolute = std::path::absolute(&joined).unwrap_or(joined);
+                    *program = absolute.to_string_lossy().into_owned();
+                }
+            }
         }
     }
 
@@ -439,6 +450,27 @@ mod tests {
         let err = zero.validate().unwrap_err().to_string();
         assert!(err.contains("tools.limits.echo"), "{err}");
         assert!(toml::from_str::<Config>("[tools.limits.echo]\ntimeout = 1\n").is_err());
+    }
+
+    #[test]
+    fn a_command_tools_relative_program_is_next_to_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "[[tools.command]]\nname = \"a\"\nargv = [\"./bin/a.sh\", \"./arg\"]\ncwd = \"work\"\n\
+             [[tools.command]]\nname = \"b\"\nargv = [\"python3\"]\n",
+        )
+        .unwrap();
+        let config = Config::from_file(&path).unwrap();
+        let [a, b] = &config.tools.command[..] else {
+            panic!("two tools")
+        };
+        assert_eq!(Path::new(&a.argv[0]), dir.path().join("./bin/a.sh"));
+        assert!(Path::new(&a.argv[0]).is_absolute());
+        assert_eq!(a.argv[1], "./arg", "arguments are the program's business");
+        assert_eq!(a.cwd.as_deref(), Some(dir.path().join("work").as_path()));
+        assert_eq!(b.argv, ["python3"]);
     }
 
     #[test]

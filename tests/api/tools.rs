@@ -557,6 +557,31 @@ async fn a_command_tool_reads_args_on_stdin_and_returns_stdout() {
 }
 
 #[tokio::test]
+async fn a_relative_program_in_a_config_file_runs_from_next_to_it_whatever_its_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("work/bin")).unwrap();
+    // The program: `pwd`, by a symlink (a script written here could hit ETXTBSY when a
+    // sibling test forks while it is still open). A decoy of the same name in the cwd
+    // must not be the one that runs.
+    std::fs::create_dir(dir.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink("/bin/pwd", dir.path().join("bin/where")).unwrap();
+    std::os::unix::fs::symlink("/bin/false", dir.path().join("work/bin/where")).unwrap();
+    let path = dir.path().join("callbackd.toml");
+    std::fs::write(
+        &path,
+        "[[tools.command]]\nname = \"where\"\nargv = [\"./bin/where\"]\ncwd = \"work\"\n",
+    )
+    .unwrap();
+    let file = Config::from_file(&path).unwrap();
+    let app = TestApp::spawn_with(|c| c.tools.command = file.tools.command).await;
+
+    let out = call(&app, "where", json!({})).await;
+
+    let work = dir.path().join("work").canonicalize().unwrap();
+    assert_eq!(out, text_result(work.to_str().unwrap()), "{out}");
+}
+
+#[tokio::test]
 async fn a_command_tool_that_cannot_start_is_an_error_result() {
     let app = TestApp::spawn_with(|c| {
         c.tools.command = vec![command("missing", &["/nonexistent/program"])];
