@@ -147,6 +147,7 @@ impl AppBuilder {
                 max_connections: s.max_connections,
                 header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
                 shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
+                threads: s.threads,
             },
         })
     }

@@ -71,6 +71,8 @@ pub struct ServerConfig {
     pub header_read_timeout_ms: u64,
     pub body_read_timeout_ms: u64,
     pub shutdown_grace_ms: u64,
+    /// Threads that serve connections; 0: one per CPU.
+    pub threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -83,6 +85,7 @@ impl Default for ServerConfig {
             header_read_timeout_ms: 20_000,
             body_read_timeout_ms: 30_000,
             shutdown_grace_ms: 10_000,
+            threads: 0,
         }
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use http::HeaderMap;
 use prost::Message;
@@ -27,15 +27,24 @@ use crate::store::Namespace;
 use crate::tools::invoke::{invoke, Call};
 use crate::tools::{error_result, ToolError, ToolRegistry};
 
-/// The tool side of the daemon: the registry calls are dispatched to.
+/// The tool side of the daemon: the registry calls are dispatched to, and the runtime they
+/// run on.
 #[derive(Clone, Default)]
 pub struct ToolService {
     registry: Arc<ToolRegistry>,
+    /// The runtime that was current when the service was made (the daemon's main,
+    /// work-stealing runtime). Connections are served on single-threaded runtimes
+    /// (`server::ConnThreads`) where a tool that blocks its thread would stall every other
+    /// connection of that thread; on this runtime the other workers carry on.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl ToolService {
     pub fn new(registry: Arc<ToolRegistry>) -> Self {
-        ToolService { registry }
+        ToolService {
+            registry,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
     }
 
     pub fn registry(&self) -> &ToolRegistry {
@@ -57,6 +66,40 @@ pub async fn call_custom_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let Some(runtime) = state.tools.runtime.clone() else {
+        return serve_call(state, ns, headers, body).await;
+    };
+    match AbortOnDrop(runtime.spawn(serve_call(state, ns, headers, body))).await {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::error!(target: "callbackd::tools", error = %e, "a tool call's task failed");
+            ConnectError::internal("internal error: the tool call failed").into_response()
+        }
+    }
+}
+
+/// A spawned task, aborted when whoever awaits it goes away (the bridge hung up and hyper
+/// dropped the request): the tool call is then cancelled as if it ran in the request's task.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+async fn serve_call(state: RpcState, ns: Namespace, headers: HeaderMap, body: Body) -> Response {
     let mut log = CallLog::start(ToolLine {
         tool: "?".into(),
         agent_id: "?".into(),
@@ -68,7 +111,7 @@ pub async fn call_custom_tool(
     });
     match response {
         Ok((response, _)) => response,
-        Err(e) => axum::response::IntoResponse::into_response(e),
+        Err(e) => e.into_response(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `CallCustomTool` over HTTP: plugin, command and built-in tools, both codecs, validation,
 //! result shapes, and the bounds (timeout, panic, concurrency, disconnect).
 
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -746,6 +747,39 @@ fn tools_limits_for_a_tool_that_does_not_exist_are_a_startup_error() {
     assert!(
         err.contains("tools.limits names \"memroy\", but no tool has that name"),
         "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_blocks_its_thread_does_not_hold_up_store_calls() {
+    let (started, finished) = (
+        Arc::new(Semaphore::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (s, f) = (started.clone(), finished.clone());
+    let blocking = FnTool::new("blocks", move |_, _| {
+        let (s, f) = (s.clone(), f.clone());
+        Box::pin(async move {
+            s.add_permits(1);
+            // A badly written plugin: blocking I/O inside its future.
+            std::thread::sleep(Duration::from_secs(3));
+            f.store(true, SeqCst);
+            Ok(json!({"done": true}))
+        })
+    });
+    // One connection thread: the tool's connection and the store's share it.
+    let app = with_config_and_tools(|c| c.server.threads = 1, vec![Arc::new(blocking)]).await;
+
+    let (tool, store_done_first) = tokio::join!(call(&app, "blocks", json!({})), async {
+        let _blocking = started.acquire().await.unwrap();
+        app.store_ok("agents", "get", json!({"agentId": "a"})).await;
+        !finished.load(SeqCst)
+    });
+
+    assert_eq!(tool, json!({"done": true}));
+    assert!(
+        store_done_first,
+        "the store call was answered only after the blocked tool let go of its thread"
     );
 }
 
