@@ -233,14 +233,7 @@ fn alive(pid: i32) -> bool {
 }
 
 fn assert_all_gone(run: &Run, names: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    for name in names {
-        let pid = run.pid(name);
-        while alive(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(!alive(pid), "{name} ({pid}) outlived callbackd run");
-    }
+    wait_gone(run, names, Duration::from_secs(2));
 }
 
 /// Pids of running `callbackd watchdog` processes guarding process group `pgid`.
