@@ -17,7 +17,11 @@ pub fn init(config: &LogConfig) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Otherwise a failed write (stderr a pipe whose reader died: a `| tee` that was
+        // killed, a restarted log collector) is reported with `eprintln!`, which panics on
+        // the same broken pipe, and the panic's own log line then aborts the daemon.
+        .log_internal_errors(false);
     let result = match config.format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

@@ -73,6 +73,8 @@ struct Opts<'a> {
     /// `--db`; default: a file in the test's directory.
     db: Option<PathBuf>,
     bridge_args: Vec<&'a str>,
+    /// Close our end of callbackd's stderr pipe at once (a log reader that died).
+    broken_stderr: bool,
 }
 
 impl Default for Opts<'_> {
@@ -82,6 +84,7 @@ impl Default for Opts<'_> {
             wrapper: false,
             db: None,
             bridge_args: vec!["--port", "0"],
+            broken_stderr: false,
         }
     }
 }
@@ -126,14 +129,19 @@ impl Run {
         let mut child = cmd.spawn().unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
+        if opts.broken_stderr {
+            drop(stderr);
+            drop(tx);
+        } else {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { return };
+                    if tx.send(line).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
+            });
+        }
         Run {
             child,
             dir,
@@ -423,11 +431,29 @@ fn a_sigkilled_callbackd_does_not_leave_its_bridge_running() {
         stderr.contains("callbackd watchdog: callbackd ended without stopping the bridge"),
         "{stderr}"
     );
-    assert!(!stderr.contains("sending SIGKILL"), "{stderr}");
+    assert!(!stderr.contains("sent SIGKILL"), "{stderr}");
     assert!(
         watchdogs_of(node).is_empty(),
         "the watchdog exits when done"
     );
+}
+
+#[test]
+fn the_watchdog_acts_even_when_nobody_reads_stderr_any_more() {
+    // callbackd's stderr is a pipe whose reader is gone (a `| tee` that died with it): the
+    // watchdog's message fails with EPIPE, and must not stand between the bridge and its
+    // SIGTERM.
+    let run = Run::start(Opts {
+        broken_stderr: true,
+        ..Opts::default()
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !run.path("ready.json").exists() {
+        assert!(Instant::now() < deadline, "the bridge never got ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.signal(Signal::SIGKILL);
+    wait_gone(&run, &["node.pid", "kid.pid"], Duration::from_secs(10));
 }
 
 #[test]
@@ -443,7 +469,7 @@ fn after_a_sigkill_a_bridge_that_ignores_sigterm_is_killed_after_the_stop_timeou
     // --stop-timeout 2
     assert!(t0.elapsed() >= Duration::from_secs(2), "{:?}", t0.elapsed());
     let (_, stderr) = run.wait_exit(Duration::from_secs(5));
-    assert!(stderr.contains("sending SIGKILL"), "{stderr}");
+    assert!(stderr.contains("sent SIGKILL"), "{stderr}");
 }
 
 #[test]

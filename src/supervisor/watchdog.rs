@@ -13,13 +13,13 @@
 //! The watchdog has its own process group, so a Ctrl-C at the terminal (which reaches
 //! callbackd's group) leaves it to callbackd to stop the bridge and then release it.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{killpg, pthread_sigmask, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
@@ -92,8 +92,19 @@ fn own_executable() -> io::Result<PathBuf> {
 
 /// `callbackd watchdog`: waits for stdin to end; if callbackd did not release it first,
 /// stops process group `pgid`.
+///
+/// SIGINT, SIGTERM and SIGHUP are blocked: a stop signal sent to everything at once (a
+/// terminal's hangup, a service manager stopping the whole cgroup) reaches callbackd too,
+/// which then stops the bridge and releases the watchdog, or dies, which the watchdog sees.
+/// Signals first, words second: stderr may be a pipe that died with callbackd, and nothing
+/// written there may stand between the bridge and its SIGTERM.
 pub fn watch(pgid: i32, stop_timeout: Duration) -> anyhow::Result<()> {
     anyhow::ensure!(pgid > 1, "--pgid must be a process group id, not {pgid}");
+    let mut stop_signals = SigSet::empty();
+    for sig in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        stop_signals.add(sig);
+    }
+    pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&stop_signals), None)?;
     if released(io::stdin().lock()) {
         return Ok(());
     }
@@ -101,28 +112,32 @@ pub fn watch(pgid: i32, stop_timeout: Duration) -> anyhow::Result<()> {
     if !group_running(pgid) {
         return Ok(());
     }
-    eprintln!(
-        "callbackd watchdog: callbackd ended without stopping the bridge; \
-         sending SIGTERM to its process group {pgid}"
-    );
     match killpg(pgid, Signal::SIGTERM) {
         Ok(()) => {}
         Err(Errno::ESRCH) => return Ok(()),
         Err(e) => anyhow::bail!("cannot signal process group {pgid}: {e}"),
     }
+    say(format_args!(
+        "callbackd ended without stopping the bridge; sent SIGTERM to its process group {pgid}"
+    ));
     let kill_at = Instant::now() + stop_timeout;
     while group_running(pgid) {
         if Instant::now() >= kill_at {
-            eprintln!(
-                "callbackd watchdog: the bridge did not stop within {stop_timeout:?}; \
-                 sending SIGKILL to its process group {pgid}"
-            );
             let _ = killpg(pgid, Signal::SIGKILL);
+            say(format_args!(
+                "the bridge did not stop within {stop_timeout:?}; \
+                 sent SIGKILL to its process group {pgid}"
+            ));
             break;
         }
         std::thread::sleep(GROUP_POLL);
     }
     Ok(())
+}
+
+/// One line on stderr, if stderr still takes it (`eprintln!` would panic on a broken pipe).
+fn say(what: std::fmt::Arguments<'_>) {
+    let _ = writeln!(io::stderr(), "callbackd watchdog: {what}");
 }
 
 /// Reads until end of file: true if [`RELEASE`] came first. A read error counts as the end:

@@ -390,3 +390,55 @@ fn a_busy_port_is_a_clear_startup_error_and_creates_no_files() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[tokio::test]
+async fn a_daemon_whose_log_reader_died_keeps_serving() {
+    // stderr is a pipe whose reader is gone (a `| tee` that was killed, a restarted log
+    // collector): every log line now fails with EPIPE. That must cost the log, not the daemon.
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .arg("serve")
+        .arg("--listen")
+        .arg(addr.to_string())
+        .arg("--db")
+        .arg(dir.path().join("callbackd.db"))
+        .env_remove("CALLBACKD_CONFIG")
+        .env("CALLBACKD_STORE_TOKEN", daemon::STORE_TOKEN)
+        .env("CALLBACKD_TOOL_TOKEN", daemon::TOOL_TOKEN)
+        .env("CALLBACKD_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+
+    let get = Req::store(br#"{"substore":"agents","method":"get","input":{"agentId":"a"}}"#);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut answered = 0;
+    while answered < 20 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "callbackd exited: {:?}",
+            child.try_wait()
+        );
+        assert!(std::time::Instant::now() < deadline, "no answers");
+        // Each answered call writes a log line to the dead pipe.
+        if let Ok(mut conn) = daemon::Conn::open(addr).await {
+            if let Ok(Some(reply)) = conn.send(&get.build()).await {
+                assert_eq!(reply.status, 200, "{}", reply.text());
+                answered += 1;
+                continue;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(child.try_wait().unwrap().is_none(), "callbackd died");
+    let _ = child.kill();
+    let _ = child.wait();
+}
