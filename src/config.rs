@@ -57,6 +57,9 @@ pub struct Config {
     pub log: LogConfig,
 }
 
+/// Upper bound of `server.threads`.
+const MAX_SERVER_THREADS: usize = 1024;
+
 /// `[server]`
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -366,6 +369,13 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "server.max_connections must be at least 1".into(),
             ));
+        }
+        if self.server.threads > MAX_SERVER_THREADS {
+            return Err(ConfigError::Invalid(format!(
+                "server.threads is {}; more than {MAX_SERVER_THREADS} connection threads is \
+                 surely a mistake (0: one per CPU)",
+                self.server.threads
+            )));
         }
         if self.store.path.as_os_str().is_empty() {
             return Err(ConfigError::Invalid("store.path must not be empty".into()));

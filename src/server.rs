@@ -52,7 +52,7 @@ pub async fn serve(
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
     tokio::pin!(shutdown);
-    let threads = match ConnThreads::start(conn_thread_count(limits.threads)) {
+    let threads = match ConnThreads::start(conn_thread_count(limits.threads)).await {
         Ok(threads) => Some(threads),
         Err(e) => {
             tracing::warn!(error = %e, "cannot start connection threads; serving on the main runtime");
@@ -130,10 +130,13 @@ fn conn_thread_count(configured: usize) -> usize {
 /// wake-up per call on both sides; on this 2-core VM that was a quarter of the daemon's CPU
 /// per call at one client. With connection-affine threads the CPU per call fell 20–30% at one
 /// client and throughput rose 10–25% at 16–64 (BENCHMARKS.md). The cost is that a task that
-/// blocks its thread stalls that thread's other connections: store calls never block for
-/// long (SQLite in the page cache; contended writes wait on the writer thread without holding
-/// the thread), and custom tool calls, whose code is not ours, run on the main runtime
-/// instead (`rpc::tools`).
+/// blocks its thread stalls that thread's other connections. Store calls block only briefly
+/// (SQLite in the page cache; contended writes wait for the writer thread without holding
+/// the thread; the exception is the write connection's rare backstop checkpoint, see
+/// `store::sqlite::wal`, which fsyncs inside the commit that triggers it). Custom tool calls,
+/// whose code is not ours, run on the main runtime instead (`rpc::tools`); the accept loop
+/// shares that runtime, so tools that block every one of its workers delay new
+/// connections, though not calls on open ones.
 struct ConnThreads {
     threads: Vec<ConnThread>,
 }
@@ -149,30 +152,54 @@ struct ConnThread {
 const CONN_THREAD_STOP: Duration = Duration::from_secs(1);
 
 impl ConnThreads {
-    fn start(n: usize) -> std::io::Result<Self> {
-        let mut threads = Vec::with_capacity(n);
+    /// Starts `n` threads. Each builds, runs and drops its runtime itself: a runtime dropped
+    /// here, inside the caller's async context, would panic.
+    async fn start(n: usize) -> std::io::Result<Self> {
+        // Dropped on an early return: the threads started so far are stopped and joined.
+        let mut started = ConnThreads {
+            threads: Vec::with_capacity(n),
+        };
         for i in 0..n.max(1) {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let handle = runtime.handle().clone();
+            let (ready, is_ready) = oneshot::channel::<std::io::Result<tokio::runtime::Handle>>();
             let (stop, stopped) = oneshot::channel::<()>();
             let join = std::thread::Builder::new()
                 .name(format!("callbackd-conn-{i}"))
                 .spawn(move || {
+                    let runtime = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(runtime) => runtime,
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready.send(Ok(runtime.handle().clone()));
                     runtime.block_on(async {
                         let _ = stopped.await;
                     });
                     runtime.shutdown_timeout(CONN_THREAD_STOP);
                 })?;
-            threads.push(ConnThread {
+            let handle = match is_ready.await {
+                Ok(Ok(handle)) => handle,
+                Ok(Err(e)) => {
+                    let _ = join.join();
+                    return Err(e);
+                }
+                Err(_) => {
+                    let _ = join.join();
+                    return Err(std::io::Error::other("a connection thread ended at start"));
+                }
+            };
+            started.threads.push(ConnThread {
                 handle,
                 open: Arc::new(AtomicUsize::new(0)),
                 stop: Some(stop),
                 join: Some(join),
             });
         }
-        Ok(ConnThreads { threads })
+        Ok(started)
     }
 
     /// Hands `stream` to the least busy thread, where `serve` runs with it.
@@ -208,7 +235,10 @@ impl ConnThreads {
 
 impl Drop for ConnThreads {
     /// Stops every thread (their runtimes drop what is left of their connections) and
-    /// waits for them, so nothing a connection holds (the store) outlives the server.
+    /// waits for them (a blocking join, bounded by [`CONN_THREAD_STOP`] per thread), so that
+    /// no connection task holds the store once the server has returned. Tool calls on the
+    /// main runtime were aborted with their connections; an abort takes effect at the
+    /// tool's next await.
     fn drop(&mut self) {
         for t in &mut self.threads {
             t.stop.take();
