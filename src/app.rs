@@ -26,6 +26,7 @@ pub struct App {
     addr: SocketAddr,
     router: axum::Router,
     store: Arc<SqliteStore>,
+    tools: rpc::tools::ToolService,
     tokens: Tokens,
     limits: ServerLimits,
 }
@@ -68,8 +69,10 @@ impl App {
         self.store.clone()
     }
 
-    /// Serves until `shutdown` resolves, then drains in-flight calls and returns.
+    /// Serves until `shutdown` resolves, then drains in-flight calls and returns. Custom
+    /// tool calls run on the runtime this is called on (see `rpc::tools::ToolService`).
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        self.tools.run_on(tokio::runtime::Handle::current());
         server::serve(self.listener, self.router, self.limits, shutdown).await;
         Ok(())
     }
@@ -124,9 +127,10 @@ impl AppBuilder {
             "custom tools registered"
         );
         let s = &config.server;
+        let tools = rpc::tools::ToolService::new(Arc::new(registry));
         let state = RpcState {
             store: store.clone(),
-            tools: rpc::tools::ToolService::new(Arc::new(registry)),
+            tools: tools.clone(),
             limits: UnaryLimits {
                 max_body_bytes: s.max_body_bytes,
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
@@ -142,6 +146,7 @@ impl AppBuilder {
             addr,
             router,
             store,
+            tools,
             tokens,
             limits: ServerLimits {
                 max_connections: s.max_connections,

@@ -8,7 +8,7 @@
 //! model reads (contract §4.3). One log line per call: tool, agent, outcome, latency; never
 //! the arguments.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use axum::extract::State;
@@ -32,19 +32,25 @@ use crate::tools::{error_result, ToolError, ToolRegistry};
 #[derive(Clone, Default)]
 pub struct ToolService {
     registry: Arc<ToolRegistry>,
-    /// The runtime that was current when the service was made (the daemon's main,
-    /// work-stealing runtime). Connections are served on single-threaded runtimes
+    /// The runtime the daemon was started on ([`ToolService::run_on`], by `App::run_until`):
+    /// its main, work-stealing runtime. Connections are served on single-threaded runtimes
     /// (`server::ConnThreads`) where a tool that blocks its thread would stall every other
-    /// connection of that thread; on this runtime the other workers carry on.
-    runtime: Option<tokio::runtime::Handle>,
+    /// connection of that thread; on this runtime the other workers carry on. Unset, tool
+    /// calls run in the request's own task.
+    runtime: Arc<OnceLock<tokio::runtime::Handle>>,
 }
 
 impl ToolService {
     pub fn new(registry: Arc<ToolRegistry>) -> Self {
         ToolService {
             registry,
-            runtime: tokio::runtime::Handle::try_current().ok(),
+            runtime: Arc::default(),
         }
+    }
+
+    /// Runs tool calls on `runtime` from now on (the first call wins).
+    pub fn run_on(&self, runtime: tokio::runtime::Handle) {
+        let _ = self.runtime.set(runtime);
     }
 
     pub fn registry(&self) -> &ToolRegistry {
@@ -66,7 +72,7 @@ pub async fn call_custom_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(runtime) = state.tools.runtime.clone() else {
+    let Some(runtime) = state.tools.runtime.get().cloned() else {
         return serve_call(state, ns, headers, body).await;
     };
     match AbortOnDrop(runtime.spawn(serve_call(state, ns, headers, body))).await {
