@@ -57,6 +57,19 @@ pub struct Config {
     pub log: LogConfig,
 }
 
+/// A command tool's program given as a relative path, made absolute against `dir` (the
+/// config file's directory, `""` for the working directory); `None` for a bare name, left to
+/// PATH, or an absolute path.
+fn program_next_to(dir: &Path, program: &str) -> Option<String> {
+    let path = Path::new(program);
+    if !program.contains('/') || path.is_absolute() {
+        return None;
+    }
+    let joined = dir.join(path);
+    let absolute = std::path::absolute(&joined).unwrap_or(joined);
+    Some(absolute.to_string_lossy().into_owned())
+}
+
 /// Upper bound of `server.threads`.
 const MAX_SERVER_THREADS: usize = 1024;
 
@@ -266,16 +279,16 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            config.rebase(dir);
-        }
+        // "" for a bare file name: the file is in the working directory.
+        config.rebase(path.parent().unwrap_or(Path::new("")));
         Ok(config)
     }
 
-    /// Makes the relative paths of a config file relative to `dir`.
+    /// Makes the relative paths of a config file relative to `dir`, the file's directory
+    /// (`""` when that is the working directory).
     fn rebase(&mut self, dir: &Path) {
         let fix = |p: &mut PathBuf| {
-            if p.is_relative() {
+            if p.is_relative() && !dir.as_os_str().is_empty() {
                 *p = dir.join(&*p);
             }
         };
@@ -294,11 +307,8 @@ impl Config {
             // to the config too, made absolute: left relative, exec would look for it in the
             // tool's `cwd`. A bare name ("python3") is looked up in PATH as usual.
             if let Some(program) = tool.argv.first_mut() {
-                let path = Path::new(program.as_str());
-                if program.contains('/') && path.is_relative() {
-                    let joined = dir.join(path);
-                    let absolute = std::path::absolute(&joined).unwrap_or(joined);
-                    *program = absolute.to_string_lossy().into_owned();
+                if let Some(absolute) = program_next_to(dir, program) {
+                    *program = absolute;
                 }
             }
         }
@@ -484,6 +494,21 @@ mod tests {
         assert_eq!(a.argv[1], "./arg", "arguments are the program's business");
         assert_eq!(a.cwd.as_deref(), Some(dir.path().join("work").as_path()));
         assert_eq!(b.argv, ["python3"]);
+    }
+
+    #[test]
+    fn a_relative_program_of_a_config_in_the_working_directory_is_made_absolute() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            program_next_to(Path::new(""), "./bin/x").map(PathBuf::from),
+            Some(cwd.join("bin/x"))
+        );
+        assert_eq!(
+            program_next_to(Path::new("/etc/callbackd"), "tools/x"),
+            Some("/etc/callbackd/tools/x".into())
+        );
+        assert_eq!(program_next_to(Path::new("/etc"), "python3"), None);
+        assert_eq!(program_next_to(Path::new("/etc"), "/usr/bin/x"), None);
     }
 
     #[test]
