@@ -14,7 +14,7 @@
 //! callbackd's group) leaves it to callbackd to stop the bridge and then release it.
 
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,7 @@ pub struct Watchdog {
 impl Watchdog {
     /// Starts `callbackd watchdog` for the bridge's process group `pgid`.
     pub fn spawn(pgid: Pid, stop_timeout: Duration) -> io::Result<Watchdog> {
-        // argv[0] as callbackd's own, so `ps` shows `callbackd watchdog`, not /proc/self/exe.
+        // argv[0] as callbackd's own, as `ps` shows it.
         let arg0 = std::env::args_os()
             .next()
             .unwrap_or_else(|| "callbackd".into());
@@ -79,14 +79,13 @@ impl Watchdog {
     }
 }
 
-/// This very program: `/proc/self/exe` still works after the file was replaced or deleted
-/// (an upgrade while the daemon runs), where the path it was started from may not.
+/// This very program: the file it was started from while it is still there (so `ps`, `top`
+/// and `pgrep` show the watchdog as `callbackd`), else `/proc/self/exe`, which works even
+/// after an upgrade replaced or deleted the file.
 fn own_executable() -> io::Result<PathBuf> {
-    let proc_exe = Path::new("/proc/self/exe");
-    if proc_exe.exists() {
-        Ok(proc_exe.to_path_buf())
-    } else {
-        std::env::current_exe()
+    match std::env::current_exe() {
+        Ok(exe) if exe.is_file() => Ok(exe),
+        _ => Ok(PathBuf::from("/proc/self/exe")),
     }
 }
 

@@ -118,7 +118,6 @@ where
     ))
 }
 
-/// The `output` of a CallStore answer, or `None` when it is unset (`{}` or `null`).
 /// A page's length and CRC-32, what the timed passes of `replay` and `agents-list` compare
 /// their answers with. Comparing the bytes themselves read a cold copy of every reference
 /// page (17 MB of them for `replay`) on each answer: ~40 µs a page, a fifth of the bench's
@@ -139,6 +138,7 @@ impl Fingerprint {
     }
 }
 
+/// The `output` of a CallStore answer, or `None` when it is unset (`{}` or `null`).
 pub fn output(body: &[u8]) -> Result<Option<serde_json::Value>, String> {
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("answer is not JSON: {e}"))?;
