@@ -12,6 +12,10 @@
 //!
 //! The watchdog has its own process group, so a Ctrl-C at the terminal (which reaches
 //! callbackd's group) leaves it to callbackd to stop the bridge and then release it.
+//!
+//! Not covered: a callbackd killed in the microseconds between spawning the bridge and the
+//! watchdog; and, in the moment between the bridge's group emptying and the release, a new
+//! process group reusing its number (pids are not reused that fast in practice).
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
