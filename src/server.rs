@@ -80,26 +80,18 @@ pub async fn serve(
             tracing::debug!(error = %e, %peer, "cannot set TCP_NODELAY");
         }
         let service = TowerToHyperService::new(router.clone());
-        if let Some(threads) = &threads {
-            let watcher = graceful.watcher();
-            let builder = builder.clone();
-            threads.serve(stream, peer, move |stream| async move {
-                let conn = builder.serve_connection(TokioIo::new(stream), service);
-                if let Err(e) = watcher.watch(conn).await {
-                    tracing::debug!(error = %e, %peer, "connection ended with an error");
-                }
-                drop(permit);
-            });
-            continue;
-        }
-        let conn = builder.serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
+        let (watcher, builder) = (graceful.watcher(), builder.clone());
+        let serve_one = move |stream: TcpStream| async move {
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
             drop(permit);
-        });
+        };
+        match &threads {
+            Some(threads) => threads.serve(stream, peer, serve_one),
+            None => drop(tokio::spawn(serve_one(stream))),
+        }
     }
     drop(listener);
     if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
