@@ -56,21 +56,14 @@ struct StoreLine {
 
 impl CallFields for StoreLine {
     fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>) {
-        match error {
-            None => tracing::info!(
-                target: "callbackd::store",
-                call = self.call,
-                outcome,
-                latency_us
-            ),
-            Some(error) => tracing::info!(
-                target: "callbackd::store",
-                call = self.call,
-                outcome,
-                latency_us,
-                error = %error
-            ),
-        }
+        // An `Option` field is left out of the line when `None`.
+        tracing::info!(
+            target: "callbackd::store",
+            call = self.call,
+            outcome,
+            latency_us,
+            error = error.map(tracing::field::display)
+        );
     }
 }
 

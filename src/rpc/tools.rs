@@ -275,22 +275,14 @@ struct ToolLine {
 
 impl CallFields for ToolLine {
     fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>) {
-        match error {
-            None => tracing::info!(
-                target: "callbackd::tools",
-                tool = %self.tool,
-                agent_id = %self.agent_id,
-                outcome,
-                latency_us,
-            ),
-            Some(error) => tracing::info!(
-                target: "callbackd::tools",
-                tool = %self.tool,
-                agent_id = %self.agent_id,
-                outcome,
-                latency_us,
-                error = %error,
-            ),
-        }
+        // An `Option` field is left out of the line when `None`.
+        tracing::info!(
+            target: "callbackd::tools",
+            tool = %self.tool,
+            agent_id = %self.agent_id,
+            outcome,
+            latency_us,
+            error = error.map(tracing::field::display)
+        );
     }
 }
