@@ -285,10 +285,10 @@ impl Config {
     }
 
     /// Makes the relative paths of a config file relative to `dir`, the file's directory
-    /// (`""` when that is the working directory).
+    /// (`""` when that is the working directory, which leaves them as they are).
     fn rebase(&mut self, dir: &Path) {
         let fix = |p: &mut PathBuf| {
-            if p.is_relative() && !dir.as_os_str().is_empty() {
+            if p.is_relative() {
                 *p = dir.join(&*p);
             }
         };

@@ -18,7 +18,7 @@ fn main() -> std::process::ExitCode {
             if let Some(exit) = e.downcast_ref::<callbackd::supervisor::BridgeExit>() {
                 return std::process::ExitCode::from(exit.exit_code());
             }
-            say(format_args!("callbackd: error: {e:#}"));
+            telemetry::stderr_line(format_args!("callbackd: error: {e:#}"));
             std::process::ExitCode::FAILURE
         }
     }
@@ -134,13 +134,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// A line on stderr. Unlike `eprintln!`, a stderr nobody reads any more (a broken pipe) is
-/// not a panic: the daemon goes on serving without its log.
-fn say(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
 /// Configuration from file and environment, with the command-line overrides, validated.
 fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
     let mut config = Config::load(args.config.as_deref())?;
@@ -169,7 +162,7 @@ fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
             "pid": std::process::id(),
             "db": db,
         });
-        say(format_args!("callbackd ready {ready}"));
+        telemetry::stderr_line(format_args!("callbackd ready {ready}"));
         app.run_until(callbackd::shutdown::signal()).await
     })
 }

@@ -32,6 +32,13 @@ pub fn init(config: &LogConfig) {
     }
 }
 
+/// Writes one line to stderr. Unlike `eprintln!`, a stderr nobody reads any more (a pipe
+/// whose reader died) is not a panic: the process goes on without that line.
+pub fn stderr_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Routes panic messages through `tracing`, so that with `log.format = "json"` a panicking
 /// plugin tool leaves one JSON line (message, location, thread) rather than raw text in the
 /// middle of the log. Where no subscriber is listening the previous hook runs as before.

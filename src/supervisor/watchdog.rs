@@ -17,7 +17,7 @@
 //! watchdog; and, in the moment between the bridge's group emptying and the release, a new
 //! process group reusing its number (pids are not reused that fast in practice).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ impl Watchdog {
         let arg0 = std::env::args_os()
             .next()
             .unwrap_or_else(|| "callbackd".into());
-        let mut child = tokio::process::Command::new(own_executable()?)
+        let mut child = tokio::process::Command::new(own_executable())
             .arg0(arg0)
             .arg("watchdog")
             .arg("--pgid")
@@ -86,10 +86,10 @@ impl Watchdog {
 /// This very program: the file it was started from while it is still there (so `ps`, `top`
 /// and `pgrep` show the watchdog as `callbackd`), else `/proc/self/exe`, which works even
 /// after an upgrade replaced or deleted the file.
-fn own_executable() -> io::Result<PathBuf> {
+fn own_executable() -> PathBuf {
     match std::env::current_exe() {
-        Ok(exe) if exe.is_file() => Ok(exe),
-        _ => Ok(PathBuf::from("/proc/self/exe")),
+        Ok(exe) if exe.is_file() => exe,
+        _ => PathBuf::from("/proc/self/exe"),
     }
 }
 
@@ -138,9 +138,9 @@ pub fn watch(pgid: i32, stop_timeout: Duration) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line on stderr, if stderr still takes it (`eprintln!` would panic on a broken pipe).
+/// One line on stderr, if stderr still takes it.
 fn say(what: std::fmt::Arguments<'_>) {
-    let _ = writeln!(io::stderr(), "callbackd watchdog: {what}");
+    crate::telemetry::stderr_line(format_args!("callbackd watchdog: {what}"));
 }
 
 /// Reads until end of file: true if [`RELEASE`] came first. A read error counts as the end:
