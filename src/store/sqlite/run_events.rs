@@ -51,8 +51,10 @@ pub fn append(
         ev.idempotency_key,
         created_at
     ])?;
-    let doc = format_event(
-        &ev.run_id,
+    let mut doc = String::with_capacity(ev.payload.len() + ev.run_id.len() + 160);
+    push_event(
+        &mut doc,
+        &json_str(&ev.run_id),
         seq,
         &ev.event_type,
         &ev.payload,
@@ -130,29 +132,6 @@ fn push_event_row(out: &mut String, run_id_json: &str, row: &Row<'_>) -> rusqlit
         row.get(5)?,
     );
     Ok(())
-}
-
-fn format_event(
-    run_id: &str,
-    seq: i64,
-    event_type: &str,
-    payload: &str,
-    payload_ref: Option<&str>,
-    idempotency_key: Option<&str>,
-    created_at: i64,
-) -> String {
-    let mut out = String::with_capacity(payload.len() + run_id.len() + 160);
-    push_event(
-        &mut out,
-        &json_str(run_id),
-        seq,
-        event_type,
-        payload,
-        payload_ref,
-        idempotency_key,
-        created_at,
-    );
-    out
 }
 
 /// Writes an event document straight into `out` (a page holds up to a thousand of them, so
