@@ -8,6 +8,7 @@
 mod call;
 mod cursor;
 mod error;
+pub mod records;
 pub mod sqlite;
 
 pub use call::{
@@ -15,6 +16,7 @@ pub use call::{
 };
 pub use cursor::{AgentCursor, RunCursor};
 pub use error::StoreError;
+pub use records::RunRecords;
 
 use std::future::Future;
 use std::pin::Pin;

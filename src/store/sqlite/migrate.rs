@@ -5,10 +5,16 @@
 use rusqlite::Connection;
 
 /// `(name, sql)` in order; the schema version after applying `MIGRATIONS[i]` is `i + 1`.
-const MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_init",
-    include_str!("../../../migrations/0001_init.sql"),
-)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_init",
+        include_str!("../../../migrations/0001_init.sql"),
+    ),
+    (
+        "0002_run_api",
+        include_str!("../../../migrations/0002_run_api.sql"),
+    ),
+];
 
 /// The schema version this build writes.
 pub const LATEST_VERSION: u32 = MIGRATIONS.len() as u32;

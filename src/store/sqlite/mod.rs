@@ -11,6 +11,7 @@ mod cascade;
 pub mod check;
 mod checkpoints;
 pub mod migrate;
+mod records;
 mod run_events;
 mod runs;
 mod wal;
@@ -178,6 +179,17 @@ impl SqliteStore {
                 }
             })?;
         let mut conn = open_connection(&path, opts).map_err(|e| classify_open(&path, e))?;
+        // Retention removes run events; with incremental auto-vacuum the pages they held can
+        // be given back to the file system (`PRAGMA incremental_vacuum`, run by each prune
+        // batch). It can only be chosen before the first table exists: databases created
+        // before this setting keep `auto_vacuum = NONE` (README, "Retention").
+        let empty: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| classify_open(&path, e))?;
+        if empty == 0 {
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+                .map_err(|e| classify_open(&path, e))?;
+        }
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(|e| classify_open(&path, e))?;
         let sync = match opts.sync {

@@ -106,8 +106,10 @@ pub fn delete(
 ) -> Result<StoreOutput, StoreError> {
     let mut c = Conditions::new(ns);
     c.in_list("run_id", run_ids);
-    conn.prepare_cached(&format!("DELETE FROM run_events WHERE {}", c.sql()))?
-        .execute(rusqlite::params_from_iter(c.params()))?;
+    for table in super::cascade::EVENT_TABLES {
+        conn.prepare_cached(&format!("DELETE FROM {table} WHERE {}", c.sql()))?
+            .execute(rusqlite::params_from_iter(c.params()))?;
+    }
     Ok(None)
 }
 

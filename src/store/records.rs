@@ -1,0 +1,146 @@
+//! [`RunRecords`]: what callbackd keeps beside the bridge's own records for the run API —
+//! its record of every custom tool call it ran, the per-event facts a stream sends that the
+//! bridge does not store, and retention — as a trait each backend implements.
+
+use serde::Serialize;
+
+use super::{BoxFuture, Namespace, StoreError};
+
+/// How a tool call ended, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// Still running (or, after a restart, see [`ToolOutcome::Interrupted`]).
+    Running,
+    Ok,
+    /// The tool ran (or was refused its arguments) and answered an error result.
+    Error,
+    /// Stopped at its time limit.
+    Timeout,
+    /// Its connection was dropped by the bridge mid-call.
+    Cancelled,
+    /// The daemon stopped while it ran.
+    Interrupted,
+}
+
+impl ToolOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcome::Running => "running",
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::Error => "error",
+            ToolOutcome::Timeout => "timeout",
+            ToolOutcome::Cancelled => "cancelled",
+            ToolOutcome::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> ToolOutcome {
+        match s {
+            "ok" => ToolOutcome::Ok,
+            "error" => ToolOutcome::Error,
+            "timeout" => ToolOutcome::Timeout,
+            "cancelled" => ToolOutcome::Cancelled,
+            "interrupted" => ToolOutcome::Interrupted,
+            _ => ToolOutcome::Running,
+        }
+    }
+}
+
+/// A tool call as it starts.
+#[derive(Debug, Clone)]
+pub struct ToolCallStart {
+    pub agent_id: String,
+    /// The agent's active run when the call arrived.
+    pub run_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool: String,
+    pub started_at_ms: i64,
+}
+
+/// One recorded tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallRecord {
+    pub agent_id: String,
+    pub run_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub tool: String,
+    pub started_at_ms: i64,
+    pub ended_at_ms: Option<i64>,
+    pub outcome: ToolOutcome,
+    /// Stopped mid-execution: its effect is unknown.
+    pub cut_off: bool,
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneReport {
+    pub runs: u64,
+    pub events: u64,
+}
+
+/// The run API's records, per namespace.
+pub trait RunRecords: Send + Sync + 'static {
+    /// Records a starting tool call; returns its record id.
+    fn tool_call_started(
+        &self,
+        ns: &Namespace,
+        call: ToolCallStart,
+    ) -> BoxFuture<'_, Result<i64, StoreError>>;
+
+    /// Records how call `id` ended.
+    fn tool_call_ended(
+        &self,
+        id: i64,
+        outcome: ToolOutcome,
+        cut_off: bool,
+        ended_at_ms: i64,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The run's tool calls, oldest first.
+    fn tool_calls_of_run(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+    ) -> BoxFuture<'_, Result<Vec<ToolCallRecord>, StoreError>>;
+
+    /// The token count recorded beside snapshot event `seq`; records `new` first when none
+    /// is recorded and `new` is given. The first value recorded wins, so every stream and
+    /// every replay sends the same one.
+    fn snapshot_delta(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+        seq: u64,
+        new: Option<u32>,
+    ) -> BoxFuture<'_, Result<u32, StoreError>>;
+
+    /// The run's last stored seq and up to which seq retention removed its events.
+    fn run_positions(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+    ) -> BoxFuture<'_, Result<RunPositions, StoreError>>;
+
+    /// Removes the events of up to `batch` terminal runs (of every namespace) that ended
+    /// before `ended_before_ms`, in one transaction, remembering how far each run's events
+    /// went; then gives the freed pages back to the file system where the backend can.
+    /// Call repeatedly until it removes nothing.
+    fn prune_batch(
+        &self,
+        ended_before_ms: i64,
+        batch: usize,
+    ) -> BoxFuture<'_, Result<PruneReport, StoreError>>;
+
+    /// Marks calls left `running` by a daemon that stopped as interrupted (at start).
+    fn interrupt_running_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
+}
+
+/// Where a run's event log stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunPositions {
+    /// The largest stored seq, or the expired one when every event was removed; 0 if none.
+    pub last_seq: u64,
+    /// Events up to this seq were removed by retention; 0 when none were.
+    pub expired_through: u64,
+}
