@@ -10,12 +10,15 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
+use crate::api::bridge::{BridgeClient, BridgeSlot};
+use crate::api::{ApiState, ApiTokens};
 use crate::auth::TokenSet;
 use crate::config::Config;
 use crate::connect::UnaryLimits;
 use crate::rpc::{self, RpcState};
 use crate::server::{self, ServerLimits};
 use crate::store::sqlite::SqliteStore;
+use crate::store::RunRecords;
 use crate::tokens::{self, Tokens};
 use crate::tools::builtin::builtins;
 use crate::tools::{Tool, ToolRegistry};
@@ -29,6 +32,11 @@ pub struct App {
     tools: rpc::tools::ToolService,
     tokens: Tokens,
     limits: ServerLimits,
+    api: ApiState,
+    retention: Option<(Duration, Duration, usize)>,
+    /// `[bridge]` defaults for a bridge attached later (model, API key).
+    bridge_defaults: (String, String),
+    db: std::path::PathBuf,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -69,11 +77,53 @@ impl App {
         self.store.clone()
     }
 
+    /// The run API's state (the bridge slot `callbackd run` attaches its bridge through).
+    pub fn api(&self) -> &ApiState {
+        &self.api
+    }
+
+    /// The model and API key new sessions get on a bridge attached later (`callbackd run`).
+    pub fn bridge_defaults(&self) -> (String, String) {
+        self.bridge_defaults.clone()
+    }
+
+    /// The `callbackd ready {json}` line's JSON: where the daemon listens, the run API and
+    /// the console (its URL carries the API token in the fragment, which browsers never
+    /// send to a server; the console keeps it in sessionStorage).
+    pub fn ready_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "url": self.base_url(),
+            "api_url": self.api_url(),
+            "console_url": format!("{}ui/#token={}", self.base_url(), self.tokens.api.expose()),
+            "pid": std::process::id(),
+            "db": self.db,
+        })
+    }
+
+    /// The run API's base URL.
+    pub fn api_url(&self) -> String {
+        format!("{}v1", self.base_url())
+    }
+
     /// Serves until `shutdown` resolves, then drains in-flight calls and returns. Custom
-    /// tool calls run on the runtime this is called on (see `rpc::tools::ToolService`).
+    /// tool calls, the run API's follow hub and retention run on the runtime this is called
+    /// on (see `rpc::tools::ToolService`); connections on the connection threads.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         self.tools.run_on(tokio::runtime::Handle::current());
+        self.api.start();
+        let retention = self.retention.map(|(age, interval, batch)| {
+            crate::api::retention::spawn_periodic(self.api.records().clone(), age, interval, batch)
+        });
+        let api = self.api.clone();
+        let shutdown = async move {
+            shutdown.await;
+            // Open streams end with `reconnect` now instead of holding the drain period.
+            api.close_streams();
+        };
         server::serve(self.listener, self.router, self.limits, shutdown).await;
+        if let Some(task) = retention {
+            task.abort();
+        }
         Ok(())
     }
 }
@@ -111,7 +161,7 @@ impl AppBuilder {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
-        let tokens = tokens::resolve(&config.auth, &config.store.path)?;
+        let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
         let store = {
             let opts = config.store.sqlite_options();
             tokio::task::spawn_blocking(move || SqliteStore::open(&opts))
@@ -119,6 +169,12 @@ impl AppBuilder {
                 .context("opening the store")??
         };
         let store = Arc::new(store);
+        let records: Arc<dyn RunRecords> = store.clone();
+        match records.interrupt_running_tool_calls().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
+            Err(e) => tracing::warn!(error = %e, "cannot mark interrupted tool calls"),
+        }
         let registry =
             ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
                 .context("invalid tool configuration")?;
@@ -135,11 +191,64 @@ impl AppBuilder {
                 max_body_bytes: s.max_body_bytes,
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             },
+            records: Some(records.clone()),
+        };
+        let bridge = BridgeSlot::default();
+        if let Some(url) = &config.bridge.url {
+            let token = match (&config.bridge.token, &config.bridge.token_file) {
+                (Some(t), _) => Some(t.expose().to_string()),
+                (None, Some(path)) => Some(
+                    std::fs::read_to_string(path)
+                        .with_context(|| format!("bridge.token_file {}", path.display()))?
+                        .trim()
+                        .to_string(),
+                ),
+                (None, None) => None,
+            };
+            let client = BridgeClient::new(
+                url,
+                token,
+                config.bridge.default_cwd.clone(),
+                config.bridge_model(),
+                config.bridge_api_key(),
+            )
+            .map_err(|e| anyhow::anyhow!("bridge.url: {e}"))?;
+            bridge.attach(client);
+        }
+        let api = ApiState::new(
+            store.clone(),
+            records,
+            config.api.clone(),
+            ApiTokens {
+                write: TokenSet::single(tokens.api.clone()),
+                read: TokenSet::new(
+                    tokens
+                        .api_read
+                        .iter()
+                        .map(|t| (t.clone(), crate::store::Namespace::default()))
+                        .collect(),
+                ),
+                bridge: TokenSet::new(vec![
+                    (tokens.store.clone(), Default::default()),
+                    (tokens.tool.clone(), Default::default()),
+                ]),
+            },
+            bridge,
+            tools.clone(),
+        );
+        let retention = match config.retention.max_age()? {
+            Some(age) => Some((
+                age,
+                config.retention.interval()?,
+                config.retention.batch_runs,
+            )),
+            None => None,
         };
         let router = rpc::router(
             state,
             TokenSet::single(tokens.store.clone()),
             TokenSet::single(tokens.tool.clone()),
+            crate::api::router(api.clone()),
         );
         Ok(App {
             listener,
@@ -154,6 +263,10 @@ impl AppBuilder {
                 shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
                 threads: s.threads,
             },
+            api,
+            retention,
+            bridge_defaults: (config.bridge_model(), config.bridge_api_key()),
+            db: config.store.path.clone(),
         })
     }
 }

@@ -105,6 +105,8 @@ mod tests {
         let tokens = Tokens {
             store: Secret::new("s1".into()),
             tool: Secret::new("t1".into()),
+            api: Secret::new("a1".into()),
+            api_read: None,
         };
         let args = BridgeArgs::new("http://127.0.0.1:7420/", &tokens);
         assert_eq!(

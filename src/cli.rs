@@ -39,6 +39,15 @@ pub enum Command {
     /// Verify the database offline: SQLite's integrity check and every checkpoint blob's
     /// checksum. Exits non-zero when anything is wrong.
     Check(ConfigArgs),
+    /// Remove the events of terminal runs that ended longer ago than --older-than (default:
+    /// `retention.events_max_age`), in small transactions; safe while the daemon runs.
+    Prune {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// Age past which a terminal run's events go: `30d`, `12h`, `90m`, `0s` (all).
+        #[arg(long, value_name = "DURATION")]
+        older_than: Option<String>,
+    },
     /// Print the commented example configuration.
     PrintConfig,
     /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.

@@ -55,6 +55,9 @@ pub struct Config {
     pub store: StoreConfig,
     pub tools: ToolsConfig,
     pub log: LogConfig,
+    pub api: crate::api::config::ApiConfig,
+    pub bridge: crate::api::config::BridgeConfig,
+    pub retention: crate::api::config::RetentionConfig,
 }
 
 /// A command tool's program given as a relative path, made absolute against `dir` (the
@@ -266,6 +269,8 @@ pub mod env {
     pub const STORE_TOKEN: &str = "CALLBACKD_STORE_TOKEN";
     pub const TOOL_TOKEN: &str = "CALLBACKD_TOOL_TOKEN";
     pub const LOG: &str = "CALLBACKD_LOG";
+    pub const API_TOKEN: &str = "CALLBACKD_API_TOKEN";
+    pub const API_READ_TOKEN: &str = "CALLBACKD_API_READ_TOKEN";
 }
 
 impl Config {
@@ -297,6 +302,16 @@ impl Config {
             fix(p);
         }
         if let Some(p) = self.auth.tool_token_file.as_mut() {
+            fix(p);
+        }
+        for p in [
+            &mut self.api.token_file,
+            &mut self.api.read_token_file,
+            &mut self.bridge.token_file,
+        ]
+        .into_iter()
+        .flatten()
+        {
             fix(p);
         }
         for tool in &mut self.tools.command {
@@ -345,7 +360,31 @@ impl Config {
         if let Some(v) = get(env::LOG) {
             self.log.level = v;
         }
+        if let Some(v) = get(env::API_TOKEN) {
+            self.api.token = Some(Secret::new(v));
+        }
+        if let Some(v) = get(env::API_READ_TOKEN) {
+            self.api.read_token = Some(Secret::new(v));
+        }
         Ok(())
+    }
+
+    /// The model of sessions created without one.
+    pub fn bridge_model(&self) -> String {
+        if self.bridge.default_model.is_empty() {
+            "composer-2".into()
+        } else {
+            self.bridge.default_model.clone()
+        }
+    }
+
+    /// The API key passed with new sessions: `[bridge] api_key`, else `CURSOR_API_KEY` of
+    /// the daemon's environment (the bridge may hold its own as well).
+    pub fn bridge_api_key(&self) -> String {
+        match &self.bridge.api_key {
+            Some(k) => k.expose().to_string(),
+            None => std::env::var("CURSOR_API_KEY").unwrap_or_default(),
+        }
     }
 
     /// Loads the configuration the way the daemon does: the file (if any), then the
@@ -395,9 +434,13 @@ impl Config {
                 "store.max_page_size must be at least 1".into(),
             ));
         }
+        self.api.validate()?;
+        self.retention.validate()?;
         for (name, token) in [
             ("store_token", &self.auth.store_token),
             ("tool_token", &self.auth.tool_token),
+            ("api.token", &self.api.token),
+            ("api.read_token", &self.api.read_token),
         ] {
             if let Some(t) = token {
                 check_token(name, t)?;
@@ -427,12 +470,18 @@ impl Config {
 /// A token must fit in an HTTP header: visible ASCII, no spaces.
 pub(crate) fn check_token(name: &str, token: &Secret) -> Result<(), ConfigError> {
     let t = token.expose();
+    // "store_token" is `auth.store_token`; "api.token" names its section itself.
+    let key = if name.contains('.') {
+        name.to_string()
+    } else {
+        format!("auth.{name}")
+    };
     if t.is_empty() {
-        return Err(ConfigError::Invalid(format!("auth.{name} is empty")));
+        return Err(ConfigError::Invalid(format!("{key} is empty")));
     }
     if !t.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ConfigError::Invalid(format!(
-            "auth.{name} must be visible ASCII without spaces"
+            "{key} must be visible ASCII without spaces"
         )));
     }
     Ok(())

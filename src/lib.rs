@@ -6,6 +6,7 @@
 //! on SQLite, the tools from a registry of Rust plugins and TOML-declared commands.
 //!
 //! Layout:
+//! - [`api`]: the run API (`/v1`): sessions, messages and resumable run streams over SSE.
 //! - [`app`]: builds the daemon from a [`Config`] (listener, store, router) and runs it.
 //! - [`server`]: the HTTP/1.1 accept loop (connection cap, header timeout, `TCP_NODELAY`).
 //! - [`connect`]: the Connect unary protocol (codecs, errors), nothing domain-specific.
@@ -17,6 +18,7 @@
 //! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
+pub mod api;
 pub mod app;
 pub mod auth;
 pub mod bridge;

@@ -30,7 +30,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_bridge(args),
         Command::BridgeArgs { config, format } => {
             let config = load(&config)?;
-            let tokens = tokens::resolve(&config.auth, &config.store.path)?;
+            let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
             let addr = config.server.listen_addr()?;
             anyhow::ensure!(
                 addr.port() != 0,
@@ -50,7 +50,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::CheckConfig(args) => {
             let config = load(&args)?;
-            let tokens = tokens::resolve(&config.auth, &config.store.path)?;
+            let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
             drop(tokens);
             // Tool names, schemas and command blocks are checked when the registry is built.
             let tools = App::builder(config.clone()).tool_declarations()?;
@@ -106,6 +106,42 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Prune { config, older_than } => {
+            let config = load(&config)?;
+            let age = match older_than.as_deref() {
+                Some(s) => callbackd::api::config::parse_duration(s)
+                    .map_err(|e| anyhow::anyhow!("--older-than {s:?}: {e}"))?,
+                None => config.retention.max_age()?.context(
+                    "nothing to prune by: give --older-than DURATION or set \
+                     retention.events_max_age",
+                )?,
+            };
+            let path = config.store.path.clone();
+            anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
+            let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let before = size();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            let report = runtime.block_on(async {
+                let store = SqliteStore::open(&config.store.sqlite_options())
+                    .with_context(|| format!("opening {}", path.display()))?;
+                let report =
+                    callbackd::api::retention::prune(&store, age, config.retention.batch_runs)
+                        .await?;
+                drop(store);
+                anyhow::Ok(report)
+            })?;
+            println!(
+                "pruned the events of {} runs ({} events); database {} bytes -> {} bytes",
+                report.runs,
+                report.events,
+                before,
+                size()
+            );
+            Ok(())
+        }
         Command::PrintConfig => {
             print!("{EXAMPLE}");
             Ok(())
@@ -155,14 +191,8 @@ fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let db = config.store.path.clone();
         let app = App::build(config).await?;
-        let ready = serde_json::json!({
-            "url": app.base_url(),
-            "pid": std::process::id(),
-            "db": db,
-        });
-        telemetry::stderr_line(format_args!("callbackd ready {ready}"));
+        telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
         app.run_until(callbackd::shutdown::signal()).await
     })
 }

@@ -11,11 +11,15 @@ use serde::Deserialize;
 use crate::config::{check_token, AuthConfig, ConfigError};
 use crate::secret::Secret;
 
-/// The tokens the bridge must present: one for the store service, one for the tools.
+/// The daemon's bearer tokens: the two the bridge presents (store service, tools), and the
+/// run API's (read-write, and an optional read-only one). All of them differ, so no service
+/// accepts another's token.
 #[derive(Debug, Clone)]
 pub struct Tokens {
     pub store: Secret,
     pub tool: Secret,
+    pub api: Secret,
+    pub api_read: Option<Secret>,
 }
 
 /// Where generated tokens are kept for the database at `db`: `<dir>/<stem>.tokens`.
@@ -30,27 +34,92 @@ pub fn generated_path(db: &Path) -> PathBuf {
 struct Generated {
     store_token: Secret,
     tool_token: Secret,
+    /// Absent in files written before the run API: added on first use.
+    api_token: Option<Secret>,
+    api_read_token: Option<Secret>,
 }
 
 /// Resolves both tokens; generates and persists the missing ones if neither source names
 /// them.
-pub fn resolve(auth: &AuthConfig, db: &Path) -> Result<Tokens, ConfigError> {
+pub fn resolve(
+    auth: &AuthConfig,
+    api: &crate::api::config::ApiConfig,
+    db: &Path,
+) -> Result<Tokens, ConfigError> {
     let store = explicit(&auth.store_token, &auth.store_token_file, "store_token")?;
     let tool = explicit(&auth.tool_token, &auth.tool_token_file, "tool_token")?;
-    let (store, tool) = match (store, tool) {
-        (Some(s), Some(t)) => (s, t),
-        (s, t) => {
-            let g = generated(&generated_path(db))?;
-            (s.unwrap_or(g.store_token), t.unwrap_or(g.tool_token))
+    let api_rw = explicit(&api.token, &api.token_file, "api.token")?;
+    let api_read = explicit(&api.read_token, &api.read_token_file, "api.read_token")?;
+    let explicit_read = api.read_token.is_some() || api.read_token_file.is_some();
+    let tokens = match (store, tool, api_rw) {
+        (Some(store), Some(tool), Some(api)) => Tokens {
+            store,
+            tool,
+            api,
+            api_read,
+        },
+        (s, t, a) => {
+            let path = generated_path(db);
+            let mut g = generated(&path)?;
+            if g.api_token.is_none() || g.api_read_token.is_none() {
+                add_api_tokens(&path, &mut g)?;
+            }
+            Tokens {
+                store: s.unwrap_or(g.store_token),
+                tool: t.unwrap_or(g.tool_token),
+                api: a.or(g.api_token).expect("added above"),
+                api_read: if explicit_read {
+                    api_read
+                } else {
+                    g.api_read_token
+                },
+            }
         }
     };
-    if store == tool {
-        return Err(ConfigError::Invalid(
-            "the store and tool tokens must differ, so that neither service accepts the other's"
-                .into(),
-        ));
+    let all = [
+        ("store", Some(&tokens.store)),
+        ("tool", Some(&tokens.tool)),
+        ("api", Some(&tokens.api)),
+        ("api read-only", tokens.api_read.as_ref()),
+    ];
+    for (i, (a, x)) in all.iter().enumerate() {
+        for (b, y) in &all[i + 1..] {
+            if x.is_some() && x == y {
+                return Err(ConfigError::Invalid(format!(
+                    "the {a} and {b} tokens must differ, so that no service accepts another's"
+                )));
+            }
+        }
     }
-    Ok(Tokens { store, tool })
+    Ok(tokens)
+}
+
+/// Appends generated API tokens to a tokens file written before the run API existed (the
+/// file is never rewritten, so the bridge's tokens in it stay as they are).
+fn add_api_tokens(path: &Path, g: &mut Generated) -> Result<(), ConfigError> {
+    let err = |source| ConfigError::TokenFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut text = String::new();
+    if g.api_token.is_none() {
+        let t = Secret::generate().map_err(err)?;
+        text.push_str(&format!("api_token = \"{}\"\n", t.expose()));
+        g.api_token = Some(t);
+    }
+    if g.api_read_token.is_none() {
+        let t = Secret::generate().map_err(err)?;
+        text.push_str(&format!("api_read_token = \"{}\"\n", t.expose()));
+        g.api_read_token = Some(t);
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    file.write_all(text.as_bytes()).map_err(err)?;
+    file.sync_all().map_err(err)?;
+    tracing::info!(path = %path.display(), "added run API tokens to the tokens file");
+    Ok(())
 }
 
 fn explicit(
@@ -98,12 +167,18 @@ fn generated(path: &Path) -> Result<Generated, ConfigError> {
     let g = Generated {
         store_token: Secret::generate().map_err(err)?,
         tool_token: Secret::generate().map_err(err)?,
+        api_token: Some(Secret::generate().map_err(err)?),
+        api_read_token: Some(Secret::generate().map_err(err)?),
     };
+    let expose = |t: &Option<Secret>| t.as_ref().map_or("", |t| t.expose()).to_string();
     let text = format!(
-        "# Bearer tokens generated by callbackd for the bridge's callbacks. Keep this file private.\n\
-         store_token = \"{}\"\ntool_token = \"{}\"\n",
+        "# Bearer tokens generated by callbackd. Keep this file private.\n\
+         # store_token, tool_token: the bridge's callbacks; api_token, api_read_token: the run API.\n\
+         store_token = \"{}\"\ntool_token = \"{}\"\napi_token = \"{}\"\napi_read_token = \"{}\"\n",
         g.store_token.expose(),
-        g.tool_token.expose()
+        g.tool_token.expose(),
+        expose(&g.api_token),
+        expose(&g.api_read_token),
     );
     let mut file = match std::fs::OpenOptions::new()
         .write(true)
@@ -130,8 +205,12 @@ mod tests {
     fn generated_tokens_are_private_and_reused() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.db");
-        let a = resolve(&AuthConfig::default(), &db).unwrap();
-        let b = resolve(&AuthConfig::default(), &db).unwrap();
+        let api = Default::default();
+        let a = resolve(&AuthConfig::default(), &api, &db).unwrap();
+        let b = resolve(&AuthConfig::default(), &api, &db).unwrap();
+        assert_eq!(a.api, b.api);
+        assert_ne!(a.api, a.store);
+        assert_ne!(Some(&a.api), a.api_read.as_ref());
         assert_eq!(a.store, b.store);
         assert_eq!(a.tool, b.tool);
         assert_ne!(a.store, a.tool);
@@ -151,7 +230,11 @@ mod tests {
             tool_token: Some(Secret::new("t".repeat(20))),
             ..Default::default()
         };
-        let t = resolve(&auth, &db).unwrap();
+        let api = crate::api::config::ApiConfig {
+            token: Some(Secret::new("a".repeat(20))),
+            ..Default::default()
+        };
+        let t = resolve(&auth, &api, &db).unwrap();
         assert_eq!(t.store.expose(), "s".repeat(20));
         assert!(!dir.path().join("x.tokens").exists());
         let same = AuthConfig {
@@ -159,6 +242,6 @@ mod tests {
             tool_token: Some(Secret::new("same".into())),
             ..Default::default()
         };
-        assert!(resolve(&same, &db).is_err());
+        assert!(resolve(&same, &api, &db).is_err());
     }
 }

@@ -22,7 +22,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use crate::auth::{BearerAuthLayer, TokenSet};
 use crate::connect::{Code, ConnectError, UnaryLimits};
-use crate::store::{Store, StoreError};
+use crate::store::{RunRecords, Store, StoreError};
 
 pub const STORE_PATH: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
 pub const TOOL_PATH: &str = "/sdk.v1.SdkCustomToolCallbackService/CallCustomTool";
@@ -33,10 +33,17 @@ pub struct RpcState {
     pub store: Arc<dyn Store>,
     pub tools: tools::ToolService,
     pub limits: UnaryLimits,
+    /// Where tool calls are recorded for the run API (`None`: not recorded).
+    pub records: Option<Arc<dyn RunRecords>>,
 }
 
 /// The daemon's routes.
-pub fn router(state: RpcState, store_tokens: TokenSet, tool_tokens: TokenSet) -> Router {
+pub fn router(
+    state: RpcState,
+    store_tokens: TokenSet,
+    tool_tokens: TokenSet,
+    api: Router,
+) -> Router {
     Router::new()
         .route(
             STORE_PATH,
@@ -49,8 +56,9 @@ pub fn router(state: RpcState, store_tokens: TokenSet, tool_tokens: TokenSet) ->
         .route("/healthz", get(healthz))
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
-        .layer(CatchPanicLayer::custom(panicked))
         .with_state(state)
+        .merge(api)
+        .layer(CatchPanicLayer::custom(panicked))
 }
 
 async fn healthz() -> Response {

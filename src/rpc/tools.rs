@@ -23,7 +23,8 @@ use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
-use crate::store::Namespace;
+use crate::store::records::{ToolCallStart, ToolOutcome};
+use crate::store::{Namespace, RunRecords, StoreCall};
 use crate::tools::invoke::{invoke, Call};
 use crate::tools::{error_result, ToolError, ToolRegistry};
 
@@ -151,6 +152,10 @@ async fn handle(
             ),
         ));
     };
+    let record = match &state.records {
+        Some(records) => Recording::start(state, records.clone(), &ns, &call).await,
+        None => None,
+    };
     let outcome = invoke(
         &tool,
         call.args,
@@ -162,6 +167,9 @@ async fn handle(
         },
     )
     .await;
+    if let Some(record) = record {
+        record.finish(&outcome).await;
+    }
     let (result, label) = match outcome {
         Ok(result) => (result, "ok"),
         Err(e) => {
@@ -173,6 +181,99 @@ async fn handle(
         }
     };
     Ok((encode(req.codec, &result), label))
+}
+
+/// A tool call's entry in the run API's record: started before the tool runs, ended
+/// (awaited) before the answer goes back, so the bridge's completion event is never visible
+/// before the record says how the call ended. Dropped unfinished (the bridge hung up and
+/// the call was aborted), it records the call as cancelled, cut off mid-execution.
+struct Recording {
+    records: Arc<dyn RunRecords>,
+    id: i64,
+    done: bool,
+}
+
+impl Recording {
+    async fn start(
+        state: &RpcState,
+        records: Arc<dyn RunRecords>,
+        ns: &Namespace,
+        call: &ToolRequest,
+    ) -> Option<Recording> {
+        // The call names only the agent: its run is the agent's active one.
+        let run_id = match state
+            .store
+            .call(
+                ns,
+                StoreCall::AgentsGet {
+                    agent_id: call.agent_id.clone(),
+                },
+            )
+            .await
+        {
+            Ok(Some(doc)) => serde_json::from_str::<Value>(&doc).ok().and_then(|d| {
+                d.get("activeRunId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }),
+            _ => None,
+        };
+        let start = ToolCallStart {
+            agent_id: call.agent_id.clone(),
+            run_id,
+            tool_call_id: call.tool_call_id.clone(),
+            tool: call.tool_name.clone(),
+            started_at_ms: now_ms(),
+        };
+        match records.tool_call_started(ns, start).await {
+            Ok(id) => Some(Recording {
+                records,
+                id,
+                done: false,
+            }),
+            Err(e) => {
+                tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call");
+                None
+            }
+        }
+    }
+
+    async fn finish(mut self, outcome: &Result<Value, ToolError>) {
+        self.done = true;
+        let (outcome, cut_off) = match outcome {
+            Ok(_) => (ToolOutcome::Ok, false),
+            Err(ToolError::Timeout { .. }) => (ToolOutcome::Timeout, true),
+            Err(ToolError::Panicked { .. }) => (ToolOutcome::Error, true),
+            Err(_) => (ToolOutcome::Error, false),
+        };
+        if let Err(e) = self
+            .records
+            .tool_call_ended(self.id, outcome, cut_off, now_ms())
+            .await
+        {
+            tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
+        }
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let (records, id) = (self.records.clone(), self.id);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = records
+                    .tool_call_ended(id, ToolOutcome::Cancelled, true, now_ms())
+                    .await;
+            });
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    crate::api::time::now_ms()
 }
 
 fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {

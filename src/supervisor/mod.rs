@@ -250,6 +250,9 @@ pub async fn run(
     }
     let app = app.build().await?;
     let flags = BridgeArgs::new(&app.base_url(), app.tokens());
+    let api = app.api().clone();
+    let (bridge_model, bridge_key) = app.bridge_defaults();
+    crate::telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
     tracing::info!(url = %app.base_url(), "callbackd listening; starting the bridge");
     let (stop_server, stopped) = oneshot::channel::<()>();
     let mut server = tokio::spawn(app.run_until(async {
@@ -286,6 +289,18 @@ pub async fn run(
     let status = loop {
         tokio::select! {
             status = bridge.child.wait() => break status,
+            ready = &mut bridge.ready, if bridge.ready_json.is_none() => {
+                // The run API drives the bridge it supervises.
+                let json = ready.unwrap_or_default();
+                match serde_json::from_str(&json)
+                    .map_err(|e| e.to_string())
+                    .and_then(|v| crate::api::bridge::BridgeClient::from_ready(&v, bridge_model.clone(), bridge_key.clone()))
+                {
+                    Ok(client) => api.bridge().attach(client),
+                    Err(e) => tracing::warn!(error = %e, "cannot attach the run API to the bridge"),
+                }
+                bridge.ready_json = Some(json);
+            }
             sig = signals.recv() => bridge.forward(sig),
             () = until(bridge.kill_at) => bridge.kill(),
             res = &mut server, if !server_failed => {
@@ -457,6 +472,8 @@ struct Bridge {
     ready_file: Option<PathBuf>,
     /// The ready JSON, once the relay has seen it.
     ready: oneshot::Receiver<String>,
+    /// The ready JSON, once taken from `ready`.
+    ready_json: Option<String>,
     /// Resolves when the relay has passed on the last line.
     relayed: oneshot::Receiver<()>,
 }
@@ -495,6 +512,7 @@ impl Bridge {
             killed: false,
             ready_file,
             ready,
+            ready_json: None,
             relayed,
         }
     }
@@ -577,7 +595,10 @@ impl Bridge {
     /// token file the bridge leaves in its temp directory.
     async fn clean_up(&mut self) {
         let _ = tokio::time::timeout(RELAY_FLUSH, &mut self.relayed).await;
-        let ready = self.ready.try_recv().ok();
+        let ready = self
+            .ready_json
+            .take()
+            .or_else(|| self.ready.try_recv().ok());
         if let (Some(path), Some(_)) = (&self.ready_file, &ready) {
             if let Err(e) = std::fs::remove_file(path) {
                 tracing::debug!(error = %e, "cannot remove the ready file");

@@ -22,6 +22,8 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub store_token: String,
     pub tool_token: String,
+    pub api_token: String,
+    pub api_read_token: String,
     pub dir: tempfile::TempDir,
     pub db: std::path::PathBuf,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -114,6 +116,13 @@ impl TestApp {
         let addr = app.local_addr();
         let store_token = app.tokens().store.expose().to_string();
         let tool_token = app.tokens().tool.expose().to_string();
+        let api_token = app.tokens().api.expose().to_string();
+        let api_read_token = app
+            .tokens()
+            .api_read
+            .as_ref()
+            .map(|t| t.expose().to_string())
+            .unwrap_or_default();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             app.run_until(async {
@@ -126,6 +135,8 @@ impl TestApp {
             addr,
             store_token,
             tool_token,
+            api_token,
+            api_read_token,
             dir,
             db,
             shutdown: Some(tx),

@@ -6,6 +6,8 @@ mod helpers;
 mod connect_errors;
 mod crash;
 mod decode_props;
+mod run_api;
+mod sse;
 mod store_agents;
 mod store_checkpoints;
 mod store_concurrency;

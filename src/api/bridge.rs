@@ -1,0 +1,195 @@
+//! The bridge the run API drives for its writes (`CreateAgent`, `ResumeAgent`, `Send`,
+//! `CancelRun`), and the slot it is attached through: `callbackd run` attaches the bridge it
+//! supervises once its ready line arrives; `serve` attaches the one `[bridge]` names.
+//! Without one, the writes answer `501 not_implemented`.
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::{json, Value};
+
+use super::problem::{Problem, ProblemCode};
+use crate::connect::client::{ClientError, ConnectClient, MessageStream};
+
+const SERVICE: &str = "/sdk.v1.SdkAgentService/";
+
+/// A bridge to drive.
+#[derive(Debug, Clone)]
+pub struct BridgeClient {
+    client: ConnectClient,
+    /// The workspace new sessions use when the request names none.
+    pub default_cwd: Option<String>,
+    pub default_model: String,
+    pub api_key: String,
+}
+
+impl BridgeClient {
+    pub fn new(
+        url: &str,
+        token: Option<String>,
+        default_cwd: Option<String>,
+        default_model: String,
+        api_key: String,
+    ) -> Result<Self, String> {
+        Ok(BridgeClient {
+            client: ConnectClient::new(url, token)?,
+            default_cwd,
+            default_model,
+            api_key,
+        })
+    }
+
+    /// From the bridge's ready JSON (`url`, `authTokenFile`, `workspaceRef`).
+    pub fn from_ready(ready: &Value, model: String, api_key: String) -> Result<Self, String> {
+        let url = ready
+            .get("url")
+            .and_then(Value::as_str)
+            .ok_or("the bridge's ready line has no url")?;
+        let token = match ready.get("authTokenFile").and_then(Value::as_str) {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read the bridge's token file {path}: {e}"))?
+                    .trim()
+                    .to_string(),
+            ),
+            None => None,
+        };
+        let cwd = ready
+            .get("workspaceRef")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        BridgeClient::new(url, token, cwd, model, api_key)
+    }
+
+    pub fn url(&self) -> &str {
+        self.client.url()
+    }
+
+    fn options(&self, model: &str, cwd: &str, tools: &Value) -> Value {
+        json!({
+            "model": {"id": model},
+            "apiKey": self.api_key,
+            "local": {"cwd": [cwd], "customTools": tools},
+        })
+    }
+
+    /// `CreateAgent`; the new agent's id.
+    pub async fn create_agent(
+        &self,
+        model: &str,
+        cwd: &str,
+        tools: &Value,
+    ) -> Result<String, ClientError> {
+        let out = self
+            .client
+            .unary(
+                &format!("{SERVICE}CreateAgent"),
+                &json!({"options": self.options(model, cwd, tools)}),
+            )
+            .await?;
+        Ok(out
+            .get("agentId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// `ResumeAgent`: declares the agent's tools again (after a bridge restart).
+    pub async fn resume_agent(
+        &self,
+        agent_id: &str,
+        model: &str,
+        cwd: &str,
+        tools: &Value,
+    ) -> Result<(), ClientError> {
+        self.client
+            .unary(
+                &format!("{SERVICE}ResumeAgent"),
+                &json!({"agentId": agent_id, "options": self.options(model, cwd, tools)}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// `Send` with deltas on: the bridge's live stream of the new run.
+    pub async fn send(&self, agent_id: &str, text: &str) -> Result<MessageStream, ClientError> {
+        self.client
+            .stream(
+                &format!("{SERVICE}Send"),
+                &json!({
+                    "agentId": agent_id,
+                    "message": {"text": text},
+                    "options": {"enableDeltas": true, "enableSteps": true},
+                }),
+            )
+            .await
+    }
+
+    /// `CancelRun`.
+    pub async fn cancel_run(&self, run_id: &str, agent_id: &str) -> Result<(), ClientError> {
+        self.client
+            .unary(
+                &format!("{SERVICE}CancelRun"),
+                &json!({"runId": run_id, "agentId": agent_id}),
+            )
+            .await
+            .map(drop)
+    }
+}
+
+/// Where the bridge is attached, shared by the handlers and whoever attaches it.
+#[derive(Clone, Default)]
+pub struct BridgeSlot {
+    inner: Arc<RwLock<Option<Arc<BridgeClient>>>>,
+}
+
+impl BridgeSlot {
+    pub fn attach(&self, client: BridgeClient) {
+        tracing::info!(url = client.url(), "run API attached to the bridge");
+        *self.inner.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(client));
+    }
+
+    pub fn detach(&self) {
+        *self.inner.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The attached bridge, or `501 not_implemented` saying how to attach one.
+    pub fn get(&self) -> Result<Arc<BridgeClient>, Problem> {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                Problem::new(
+                    ProblemCode::NotImplemented,
+                    "no bridge is attached to this daemon: start it as `callbackd run -- <bridge>`, \
+                     or set [bridge] url and token_file in the config of `callbackd serve`; reads \
+                     and streams work without one",
+                )
+            })
+    }
+}
+
+/// The problem for a failed bridge call: `503 unavailable` when it could not be reached,
+/// else the bridge's own message under the closest code.
+pub fn bridge_problem(what: &str, e: &ClientError) -> Problem {
+    let code = match e {
+        ClientError::Transport { .. } => ProblemCode::Unavailable,
+        ClientError::Protocol { .. } => ProblemCode::Unavailable,
+        ClientError::Status { code, .. } => match code.as_str() {
+            "not_found" => ProblemCode::NotFound,
+            "invalid_argument" => ProblemCode::InvalidArgument,
+            "failed_precondition" | "already_exists" | "aborted" => ProblemCode::FailedPrecondition,
+            "permission_denied" => ProblemCode::PermissionDenied,
+            "unavailable" => ProblemCode::Unavailable,
+            "unimplemented" => ProblemCode::NotImplemented,
+            _ => ProblemCode::Internal,
+        },
+    };
+    let detail = match e {
+        ClientError::Transport { .. } | ClientError::Protocol { .. } => format!(
+            "{what}: the bridge is not reachable ({e}); stored sessions, runs and streams still work"
+        ),
+        _ => format!("{what}: the bridge answered: {e}"),
+    };
+    Problem::new(code, detail)
+}

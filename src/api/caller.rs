@@ -1,0 +1,115 @@
+//! [`Caller`]: who is calling the run API, from the bearer token — its namespace and whether
+//! it may write (the API token) or only read (`api.read_token`). The bridge's store and tool
+//! tokens are not accepted here, and the API tokens are not accepted by the callbacks.
+
+use axum::extract::FromRequestParts;
+use http::header;
+use http::request::Parts;
+
+use super::problem::{Problem, ProblemCode};
+use super::ApiState;
+use crate::auth::TokenSet;
+use crate::store::Namespace;
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Read,
+    Write,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::Write => "write",
+        }
+    }
+}
+
+/// The authenticated caller of a request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub ns: Namespace,
+    pub role: Role,
+}
+
+impl Caller {
+    /// `403 permission_denied` unless the caller may write.
+    pub fn require_write(&self, what: &str) -> Result<(), Problem> {
+        match self.role {
+            Role::Write => Ok(()),
+            Role::Read => Err(Problem::new(
+                ProblemCode::PermissionDenied,
+                format!("the read-only API token cannot {what}; use the API token (api_token)"),
+            )),
+        }
+    }
+}
+
+/// The tokens the API accepts, and the ones it recognises only to say they are the wrong
+/// kind.
+#[derive(Clone, Debug)]
+pub struct ApiTokens {
+    pub write: TokenSet,
+    pub read: TokenSet,
+    /// The bridge's store and tool tokens: refused, with a message that says why.
+    pub bridge: TokenSet,
+}
+
+impl ApiTokens {
+    pub fn authorize(&self, parts: &Parts) -> Result<Caller, Problem> {
+        let mut values = parts.headers.get_all(header::AUTHORIZATION).iter();
+        let Some(value) = values.next() else {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "missing Authorization header: send `Authorization: Bearer <api token>` \
+                 (api_token in the tokens file, CALLBACKD_API_TOKEN or api.token)",
+            ));
+        };
+        if values.next().is_some() {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "more than one Authorization header",
+            ));
+        }
+        let presented = Some(value.as_bytes());
+        if !value.as_bytes().starts_with(b"Bearer ") {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "the Authorization header must be `Bearer <api token>`",
+            ));
+        }
+        if let Some(ns) = self.write.authorize(presented) {
+            return Ok(Caller {
+                ns,
+                role: Role::Write,
+            });
+        }
+        if let Some(ns) = self.read.authorize(presented) {
+            return Ok(Caller {
+                ns,
+                role: Role::Read,
+            });
+        }
+        if self.bridge.authorize(presented).is_some() {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "that is one of the bridge's callback tokens; the run API takes the API token \
+                 (api_token in the tokens file, CALLBACKD_API_TOKEN or api.token)",
+            ));
+        }
+        Err(Problem::new(
+            ProblemCode::Unauthenticated,
+            "the bearer token is not valid for the run API",
+        ))
+    }
+}
+
+impl FromRequestParts<ApiState> for Caller {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Problem> {
+        state.tokens().authorize(parts)
+    }
+}

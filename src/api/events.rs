@@ -1,0 +1,414 @@
+//! The typed stream events (run-api.md §2) and how each durable one is built from a stored
+//! `sdk_message` event. [`RunMapper`] is a pure function of the run's stored events (fed
+//! from seq 1, in order), its run document and callbackd's own records beside them, so a
+//! replay sends exactly the bytes the live stream sent.
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::problem::{Problem, ProblemCode};
+use super::time::rfc3339_ms;
+use crate::store::records::ToolCallRecord;
+
+/// One stored run event, as read from the store.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub created_at_ms: i64,
+    pub payload: Value,
+}
+
+/// The stream event types of a durable event, and their fields.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Durable {
+    RunStarted {
+        agent: Value,
+        session_id: String,
+        release_id: Option<String>,
+    },
+    Step {
+        index: u32,
+        kind: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    MessageSnapshot {
+        message_id: String,
+        text: String,
+        delta: u32,
+        attempt: u32,
+    },
+    ToolStarted {
+        tool_call_id: String,
+        tool: String,
+    },
+    ToolCompleted {
+        tool_call_id: String,
+        tool: String,
+        outcome: &'static str,
+        duration_ms: Option<i64>,
+    },
+    ToolOutcomeUnknown {
+        tool_call_id: String,
+        tool: String,
+        reason: String,
+    },
+    Task {
+        task_id: Value,
+        title: Value,
+        status: Value,
+        progress: Value,
+    },
+    Usage {
+        usage: Value,
+    },
+    Completed {
+        usage: Value,
+        status: String,
+        output: Option<String>,
+    },
+    Error {
+        status: &'static str,
+        problem: Problem,
+        usage: Value,
+    },
+    SdkMessage {
+        message: Value,
+    },
+}
+
+impl Durable {
+    /// `completed` and `error` end a run's stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Durable::Completed { .. } | Durable::Error { .. })
+    }
+}
+
+/// The events that are not stored (no `id:` line): best-effort tokens and the stream's
+/// own control events.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Control {
+    /// A live text fragment of the assistant message being written.
+    Token { text: String, delta: u32 },
+    /// The stream ends now (`api.max_stream_ms`, or shutdown): reconnect after `retry_ms`
+    /// with `after=after_seq`.
+    Reconnect { after_seq: u64, retry_ms: u64 },
+    /// A stored event could not be read; the stream ends.
+    StreamGap { after_seq: u64, reason: String },
+    /// The replay has caught up; what follows is live.
+    UpToDate { last_seq: u64 },
+}
+
+/// The `data:` JSON of a stream event: `type`, `seq`, `run_id`, `at`, then its fields.
+pub fn event_json(event: &impl Serialize, seq: u64, run_id: &str, at_ms: i64) -> String {
+    let Ok(Value::Object(mut fields)) = serde_json::to_value(event) else {
+        return "{}".into();
+    };
+    let kind = fields.remove("type").unwrap_or(Value::Null);
+    let mut out = format!(
+        "{{\"type\":{kind},\"seq\":{seq},\"run_id\":{},\"at\":\"{}\"",
+        Value::from(run_id),
+        rfc3339_ms(at_ms)
+    );
+    // The rest in key order (serde_json's map is sorted): the same bytes every time.
+    for (k, v) in fields {
+        out.push(',');
+        out.push_str(&Value::from(k).to_string());
+        out.push(':');
+        out.push_str(&v.to_string());
+    }
+    out.push('}');
+    out
+}
+
+/// Builds a run's durable stream events from its stored events, in seq order.
+pub struct RunMapper {
+    session_id: String,
+    model: Value,
+    step_index: u32,
+    usage: Value,
+    last_text: Option<String>,
+    /// tool_call_id -> (tool name, createdAt of its `running` event)
+    tools: HashMap<String, (String, i64)>,
+    records: Vec<ToolCallRecord>,
+}
+
+impl RunMapper {
+    /// `run_doc` is the run document (for the model and the session id).
+    pub fn new(run_doc: &Value, records: Vec<ToolCallRecord>) -> Self {
+        RunMapper {
+            session_id: run_doc
+                .get("agentId")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            model: run_doc
+                .get("model")
+                .and_then(|m| m.get("id"))
+                .cloned()
+                .unwrap_or(Value::Null),
+            step_index: 0,
+            usage: Value::Null,
+            last_text: None,
+            tools: HashMap::new(),
+            records,
+        }
+    }
+
+    pub fn set_records(&mut self, records: Vec<ToolCallRecord>) {
+        self.records = records;
+    }
+
+    /// The stream event of stored event `ev` (which must be the run's next one). Snapshot
+    /// deltas are 0 here; the stream sets the recorded value.
+    pub fn map(&mut self, ev: &StoredEvent) -> Durable {
+        let message = ev.payload.get("message");
+        let sdk = ev.payload.get("type").and_then(Value::as_str) == Some("sdk_message");
+        let (Some(message), true) = (message, sdk) else {
+            return Durable::SdkMessage {
+                message: ev.payload.clone(),
+            };
+        };
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or("");
+        let str_of = |k: &str| message.get(k).and_then(Value::as_str).map(str::to_string);
+        match kind {
+            "request" => Durable::RunStarted {
+                agent: json!({"id": self.session_id, "model": self.model}),
+                session_id: self.session_id.clone(),
+                release_id: None,
+            },
+            "status" => {
+                let status = str_of("status").unwrap_or_default();
+                match status.as_str() {
+                    "FINISHED" | "CANCELLED" | "EXPIRED" => Durable::Completed {
+                        usage: self.usage.clone(),
+                        status: status.to_ascii_lowercase(),
+                        output: self.last_text.clone(),
+                    },
+                    "ERROR" => Durable::Error {
+                        status: "error",
+                        problem: run_problem(message.get("message").and_then(Value::as_str)),
+                        usage: self.usage.clone(),
+                    },
+                    _ => {
+                        self.step_index += 1;
+                        Durable::Step {
+                            index: self.step_index,
+                            kind: "status",
+                            status: Some(status),
+                            text: None,
+                        }
+                    }
+                }
+            }
+            "thinking" => {
+                self.step_index += 1;
+                Durable::Step {
+                    index: self.step_index,
+                    kind: "thinking",
+                    status: None,
+                    text: str_of("text").filter(|t| !t.is_empty()),
+                }
+            }
+            "assistant" => {
+                let text = assistant_text(message.get("message"));
+                self.last_text = Some(text.clone());
+                Durable::MessageSnapshot {
+                    message_id: format!("msg_{}", ev.seq),
+                    text,
+                    delta: 0,
+                    attempt: 1,
+                }
+            }
+            "tool_call" => self.tool_call(message, ev.created_at_ms),
+            "task" => Durable::Task {
+                task_id: message
+                    .get("task_id")
+                    .or_else(|| message.get("id"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                title: message.get("title").cloned().unwrap_or(Value::Null),
+                status: message.get("status").cloned().unwrap_or(Value::Null),
+                progress: message.get("progress").cloned().unwrap_or(Value::Null),
+            },
+            "usage" => {
+                self.usage = message.get("usage").cloned().unwrap_or(Value::Null);
+                Durable::Usage {
+                    usage: self.usage.clone(),
+                }
+            }
+            _ => Durable::SdkMessage {
+                message: message.clone(),
+            },
+        }
+    }
+
+    fn tool_call(&mut self, message: &Value, at_ms: i64) -> Durable {
+        let call_id = message
+            .get("call_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let name = message.get("name").and_then(Value::as_str).unwrap_or("");
+        let tool = match (
+            name,
+            message.pointer("/args/toolName").and_then(Value::as_str),
+        ) {
+            ("mcp", Some(t)) => t.to_string(),
+            (n, _) => n.to_string(),
+        };
+        let status = message.get("status").and_then(Value::as_str).unwrap_or("");
+        if status == "running" {
+            self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            return Durable::ToolStarted {
+                tool_call_id: call_id,
+                tool,
+            };
+        }
+        let started = self.tools.get(&call_id).map(|(_, t)| *t);
+        let failed = status == "error"
+            || message.pointer("/result/status").and_then(Value::as_str) == Some("error");
+        if failed {
+            // The last record of this call id in the run: retries reuse call ids.
+            let cut = self
+                .records
+                .iter()
+                .rev()
+                .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
+                .filter(|r| r.cut_off);
+            if let Some(r) = cut {
+                return Durable::ToolOutcomeUnknown {
+                    tool_call_id: call_id,
+                    tool,
+                    reason: format!(
+                        "callbackd stopped the call mid-execution ({}): its effect is unknown",
+                        r.outcome.as_str()
+                    ),
+                };
+            }
+        }
+        Durable::ToolCompleted {
+            tool_call_id: call_id,
+            tool,
+            outcome: if failed { "error" } else { "ok" },
+            duration_ms: started.map(|s| (at_ms - s).max(0)),
+        }
+    }
+}
+
+/// The whole text of an assistant message: its text parts, joined.
+fn assistant_text(message: Option<&Value>) -> String {
+    let Some(content) = message.and_then(|m| m.get("content")) else {
+        return String::new();
+    };
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// The problem of a failed run from the bridge's failure text, `[code] message` when the
+/// backend gave a code.
+pub fn run_problem(text: Option<&str>) -> Problem {
+    let text = text.unwrap_or("the run failed (the bridge gave no reason)");
+    let code = text
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once(']'))
+        .map(|(code, _)| code)
+        .unwrap_or("");
+    let code = match code {
+        "resource_exhausted" => ProblemCode::ResourceExhausted,
+        "unavailable" | "deadline_exceeded" => ProblemCode::Unavailable,
+        "not_found" => ProblemCode::NotFound,
+        "permission_denied" => ProblemCode::PermissionDenied,
+        "unauthenticated" => ProblemCode::Unauthenticated,
+        "invalid_argument" => ProblemCode::InvalidArgument,
+        "unimplemented" => ProblemCode::NotImplemented,
+        "failed_precondition" => ProblemCode::FailedPrecondition,
+        _ => ProblemCode::Internal,
+    };
+    Problem::new(code, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: u64, message: &Value) -> StoredEvent {
+        StoredEvent {
+            seq,
+            created_at_ms: 1000 + seq as i64 * 10,
+            payload: json!({"schemaVersion": 1, "type": "sdk_message", "message": message.clone()}),
+        }
+    }
+
+    #[test]
+    fn a_tool_turn_maps_to_the_spec_types() {
+        let run = json!({"agentId": "a1", "model": {"id": "composer-2"}});
+        let mut m = RunMapper::new(&run, vec![]);
+        let events = [
+            json!({"type": "request"}),
+            json!({"type": "status", "status": "RUNNING"}),
+            json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}}),
+            json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "echo"}}),
+            json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "completed", "args": {"toolName": "echo"}, "result": {"status": "success"}}),
+            json!({"type": "usage", "usage": {"totalTokens": 3}}),
+            json!({"type": "status", "status": "FINISHED"}),
+        ];
+        let out: Vec<Durable> = events
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| m.map(&ev(i as u64 + 1, &e)))
+            .collect();
+        let json = event_json(&out[0], 1, "r1", 0);
+        assert!(
+            json.starts_with(r#"{"type":"run_started","seq":1,"run_id":"r1","at":"1970-"#),
+            "{json}"
+        );
+        assert!(
+            json.contains(r#""agent":{"id":"a1","model":"composer-2"}"#),
+            "{json}"
+        );
+        assert_eq!(
+            out[4],
+            Durable::ToolCompleted {
+                tool_call_id: "c1".into(),
+                tool: "echo".into(),
+                outcome: "ok",
+                duration_ms: Some(10)
+            }
+        );
+        match &out[6] {
+            Durable::Completed {
+                status,
+                output,
+                usage,
+            } => {
+                assert_eq!(status, "finished");
+                assert_eq!(output.as_deref(), Some("hi"));
+                assert_eq!(usage["totalTokens"], 3);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_failed_run_carries_the_bridge_text_and_its_code() {
+        let p = run_problem(Some("[resource_exhausted] fake backend: rate limited"));
+        assert_eq!(p.code, ProblemCode::ResourceExhausted);
+        assert_eq!(p.detail, "[resource_exhausted] fake backend: rate limited");
+        assert_eq!(run_problem(Some("boom")).code, ProblemCode::Internal);
+    }
+}

@@ -1,0 +1,265 @@
+//! `POST /v1/sessions/{session_id}/messages`: starts a turn with the bridge's `Send` and
+//! answers with the new run's stream. Durable events come from the store (the bridge
+//! commits each through callbackd before it streams it); only the `token` events come from
+//! the `Send` stream (run-api.md §3):
+//! - a `Send` message with no known case (the bridge's keepalive) is ignored;
+//! - a transport error on `Send` means "the run may still be executing": the stream keeps
+//!   following the store until the run is terminal;
+//! - the client going away does not cancel the run;
+//! - "already has active run" right after a turn ended is the previous turn settling: the
+//!   `Send` is retried for `api.send_settle_ms`; a run that is really active is a 409;
+//! - "Unknown agent" after a bridge restart: `ResumeAgent` with the session's tools, then
+//!   `Send` again.
+
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::bridge::{bridge_problem, BridgeClient};
+use super::problem::{Problem, ProblemCode};
+use super::reader::{is_terminal, Reader};
+use super::sessions::{declarations, no_session};
+use super::{runs, ApiJson, ApiState, Caller};
+use crate::connect::client::{ClientError, MessageStream};
+
+/// `POST .../messages` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct NewMessage {
+    /// The user's message.
+    pub text: Option<String>,
+}
+
+/// Token fragments buffered between the `Send` reader and the stream (best effort: more
+/// are dropped, the snapshot carries the whole text anyway).
+const TOKEN_BUFFER: usize = 1024;
+
+pub async fn send(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(session): Path<String>,
+    ApiJson(body): ApiJson<NewMessage>,
+) -> Result<Response, Problem> {
+    caller.require_write("send messages")?;
+    let text = match body.text {
+        Some(t) if !t.trim().is_empty() => t,
+        Some(_) => return Err(Problem::invalid("text is empty: send the user's message")),
+        None => return Err(Problem::invalid("text is required: {\"text\": \"...\"}")),
+    };
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns: &caller.ns,
+    };
+    let agent = reader
+        .agent(&session)
+        .await?
+        .ok_or_else(|| no_session(&session))?;
+    let bridge = state.bridge().get()?;
+    let (mut stream, run_id, early) =
+        start_turn(&state, &bridge, &reader, &session, &agent, &text).await?;
+    let (tx, rx) = mpsc::channel::<String>(TOKEN_BUFFER);
+    for t in early {
+        let _ = tx.try_send(t);
+    }
+    let relay = state.live_tokens().relay(&caller.ns, &run_id);
+    // The rest of the Send stream, for its text deltas. It ends with the run (or a transport
+    // error, after which the stream still follows the store); it never cancels the run.
+    tokio::spawn(async move {
+        loop {
+            match stream.next().await {
+                Ok(Some(msg)) => {
+                    if let Some(t) = text_delta(&msg) {
+                        let _ = tx.try_send(t);
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::debug!(error = %e, "the bridge's Send stream ended with an error");
+                    return;
+                }
+            }
+        }
+    });
+    let mut doc = None;
+    for _ in 0..50 {
+        doc = reader.run(&run_id).await?;
+        if doc.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let doc = doc.ok_or_else(|| {
+        Problem::internal(format!(
+            "the bridge started run {run_id} but it is not in the store"
+        ))
+    })?;
+    runs::open(&state, caller.ns.clone(), run_id, doc, 0, Some((rx, relay))).await
+}
+
+/// A text delta of a `Send` message, if it is one.
+fn text_delta(msg: &Value) -> Option<String> {
+    let update = msg.get("interactionUpdate")?.get("update")?;
+    (update.get("type")?.as_str()? == "text-delta")
+        .then(|| {
+            update
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .flatten()
+}
+
+/// The run id a `Send` message names, if any.
+fn run_id_of(msg: &Value) -> Option<String> {
+    let id = msg
+        .pointer("/sdkMessage/message/run_id")
+        .or_else(|| msg.pointer("/result/runId"))
+        .or_else(|| msg.pointer("/done/runId"))?;
+    id.as_str().map(str::to_string)
+}
+
+/// Sends the message (resuming the agent or waiting for the previous turn to settle as
+/// needed); returns the `Send` stream, the new run's id, and text deltas seen before it.
+async fn start_turn(
+    state: &ApiState,
+    bridge: &BridgeClient,
+    reader: &Reader<'_>,
+    session: &str,
+    agent: &Value,
+    text: &str,
+) -> Result<(MessageStream, String, Vec<String>), Problem> {
+    let settle_until = Instant::now() + Duration::from_millis(state.config().send_settle_ms);
+    let mut resumed = false;
+    loop {
+        let attempt = match bridge.send(session, text).await {
+            Ok(mut stream) => first_run_id(&mut stream)
+                .await
+                .map(|(id, early)| (stream, id, early)),
+            Err(e) => Err(e),
+        };
+        let e = match attempt {
+            Ok(ok) => return Ok(ok),
+            Err(e) => e,
+        };
+        let message = e.message();
+        if !resumed && is_unknown_agent(&e) {
+            resumed = true;
+            resume(state, bridge, reader, session, agent).await?;
+            continue;
+        }
+        if message.contains("already has active run") || message.contains("active run") {
+            let active = reader.agent(session).await?.and_then(|a| {
+                a.get("activeRunId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
+            let settling = match &active {
+                None => true,
+                Some(run) => {
+                    reader.run(run).await?.is_none_or(|d| is_terminal(&d))
+                        || last_event_terminal(state, reader, run).await?
+                }
+            };
+            if settling && Instant::now() < settle_until {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            return Err(Problem::new(
+                ProblemCode::FailedPrecondition,
+                format!(
+                    "session {session} has an active run{}: wait for it to end (follow GET \
+                     /v1/runs/{{run_id}}/stream) or cancel it (POST /v1/runs/{{run_id}}/cancel); \
+                     the bridge said: {message}",
+                    active.map(|r| format!(" {r}")).unwrap_or_default()
+                ),
+            ));
+        }
+        return Err(bridge_problem("Send", &e));
+    }
+}
+
+/// Whether the run's last stored event is its terminal status: the run document still says
+/// `running` for 10–60 ms after it (the previous turn is settling).
+async fn last_event_terminal(
+    state: &ApiState,
+    reader: &Reader<'_>,
+    run_id: &str,
+) -> Result<bool, Problem> {
+    let pos = state.records().run_positions(reader.ns, run_id).await?;
+    if pos.last_seq == 0 {
+        return Ok(false);
+    }
+    let last = reader.events_after(run_id, pos.last_seq - 1, 1).await?;
+    Ok(last.first().is_some_and(|ev| {
+        ev.payload.pointer("/message/type").and_then(Value::as_str) == Some("status")
+            && matches!(
+                ev.payload
+                    .pointer("/message/status")
+                    .and_then(Value::as_str),
+                Some("FINISHED" | "ERROR" | "CANCELLED" | "EXPIRED")
+            )
+    }))
+}
+
+fn is_unknown_agent(e: &ClientError) -> bool {
+    let m = e.message().to_ascii_lowercase();
+    m.contains("unknown agent") || (e.code() == "not_found" && m.contains("agent"))
+}
+
+async fn resume(
+    state: &ApiState,
+    bridge: &BridgeClient,
+    reader: &Reader<'_>,
+    session: &str,
+    agent: &Value,
+) -> Result<(), Problem> {
+    let names = state.tools_of(session);
+    let (tools, _) = match declarations(state, names.as_deref()) {
+        Ok(d) => d,
+        // A tool the session had is gone from the config: declare what is there.
+        Err(_) => declarations(state, None)?,
+    };
+    let cwd = agent
+        .get("cwd")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| bridge.default_cwd.clone())
+        .unwrap_or_default();
+    let model = reader
+        .latest_model(session)
+        .await?
+        .unwrap_or_else(|| bridge.default_model.clone());
+    bridge
+        .resume_agent(session, &model, &cwd, &tools)
+        .await
+        .map_err(|e| bridge_problem("ResumeAgent", &e))?;
+    tracing::info!(session, "resumed the agent on the bridge before sending");
+    Ok(())
+}
+
+/// Reads `Send` messages until one names the run; text deltas before it are kept.
+async fn first_run_id(stream: &mut MessageStream) -> Result<(String, Vec<String>), ClientError> {
+    let mut early = Vec::new();
+    loop {
+        match stream.next().await? {
+            Some(msg) => {
+                if let Some(id) = run_id_of(&msg) {
+                    return Ok((id, early));
+                }
+                if let Some(t) = text_delta(&msg) {
+                    early.push(t);
+                }
+            }
+            None => {
+                return Err(ClientError::Protocol {
+                    url: "the bridge".into(),
+                    reason: "Send ended before naming its run".into(),
+                })
+            }
+        }
+    }
+}

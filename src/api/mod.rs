@@ -1,0 +1,352 @@
+//! The run API (`/v1`, run-api.md): sessions, messages and resumable run streams over HTTP
+//! and Server-Sent Events, for the people and programs that use agents.
+//!
+//! Reads (sessions, runs, events, streams) come from the store through the [`Store`] trait
+//! and work without a bridge, for runs of any client of the bridge. Writes (new sessions,
+//! messages, cancel) drive the attached bridge ([`bridge::BridgeSlot`]).
+//!
+//! Which runtime: handlers and stream tasks run on the connection's thread (the
+//! single-threaded runtimes of `server::ConnThreads`); everything they await is a store
+//! call (brief) or network I/O. The follow hub's forwarding task and retention run on the
+//! main runtime, started by `App::run_until`.
+
+pub mod bridge;
+mod caller;
+pub mod config;
+mod events;
+mod hub;
+mod live_tokens;
+mod messages;
+pub mod openapi;
+mod problem;
+mod reader;
+pub mod retention;
+mod runs;
+mod sessions;
+mod stream;
+pub mod time;
+
+pub use caller::{ApiTokens, Caller, Role};
+pub use problem::{Problem, ProblemCode};
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axum::extract::{FromRequest, Request};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use http::{header, HeaderValue, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::rpc::tools::ToolService;
+use crate::store::{RunRecords, Store};
+use bridge::BridgeSlot;
+use config::ApiConfig;
+use hub::FollowHub;
+use live_tokens::LiveTokens;
+
+/// What the API's handlers share. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    records: Arc<dyn RunRecords>,
+    config: ApiConfig,
+    tokens: ApiTokens,
+    bridge: BridgeSlot,
+    tools: ToolService,
+    streams: Arc<Semaphore>,
+    live: LiveTokens,
+    hub: OnceLock<FollowHub>,
+    shutdown: CancellationToken,
+    /// The tools each session was created with, so a resume after a bridge restart declares
+    /// the same ones (sessions created elsewhere, or before a daemon restart, get every
+    /// enabled tool of the registry).
+    session_tools: Mutex<HashMap<String, Vec<String>>>,
+}
+
+impl ApiState {
+    pub fn new(
+        store: Arc<dyn Store>,
+        records: Arc<dyn RunRecords>,
+        config: ApiConfig,
+        tokens: ApiTokens,
+        bridge: BridgeSlot,
+        tools: ToolService,
+    ) -> Self {
+        let streams = Arc::new(Semaphore::new(config.max_streams));
+        ApiState {
+            inner: Arc::new(Inner {
+                store,
+                records,
+                config,
+                tokens,
+                bridge,
+                tools,
+                streams,
+                live: LiveTokens::default(),
+                hub: OnceLock::new(),
+                shutdown: CancellationToken::new(),
+                session_tools: Mutex::default(),
+            }),
+        }
+    }
+
+    /// Starts the follow hub on the current runtime (`App::run_until`); streams opened
+    /// before that start it on theirs.
+    pub fn start(&self) {
+        self.hub();
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub fn records(&self) -> &Arc<dyn RunRecords> {
+        &self.inner.records
+    }
+
+    pub fn config(&self) -> &ApiConfig {
+        &self.inner.config
+    }
+
+    pub fn tokens(&self) -> &ApiTokens {
+        &self.inner.tokens
+    }
+
+    pub fn bridge(&self) -> &BridgeSlot {
+        &self.inner.bridge
+    }
+
+    pub fn tools(&self) -> &ToolService {
+        &self.inner.tools
+    }
+
+    fn live_tokens(&self) -> &LiveTokens {
+        &self.inner.live
+    }
+
+    fn hub(&self) -> &FollowHub {
+        self.inner
+            .hub
+            .get_or_init(|| FollowHub::start(self.inner.store.subscribe()))
+    }
+
+    fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    /// Ends every open stream with `reconnect` (on shutdown: they do not hold the drain).
+    pub fn close_streams(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Open streams now.
+    pub fn open_streams(&self) -> usize {
+        self.inner.config.max_streams - self.inner.streams.available_permits()
+    }
+
+    fn stream_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Problem> {
+        self.inner.streams.clone().try_acquire_owned().map_err(|_| {
+            Problem::new(
+                ProblemCode::ResourceExhausted,
+                format!(
+                    "{} streams are open, the most api.max_streams allows; close one or retry later",
+                    self.inner.config.max_streams
+                ),
+            )
+        })
+    }
+
+    fn remember_tools(&self, session: &str, tools: Vec<String>) {
+        self.inner
+            .session_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(session.to_string(), tools);
+    }
+
+    fn tools_of(&self, session: &str) -> Option<Vec<String>> {
+        self.inner
+            .session_tools
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(session)
+            .cloned()
+    }
+}
+
+/// The `/v1` routes, and what the OpenAPI document lists (one table, so they cannot drift).
+pub fn router(state: ApiState) -> Router {
+    let mut router = Router::new();
+    let mut seen = std::collections::HashSet::new();
+    for route in openapi::ROUTES {
+        // A path with two methods has two entries with the same (combined) handler.
+        if seen.insert(route.path) {
+            router = router.route(route.path, (route.handler)());
+        }
+    }
+    router
+        .route("/v1/whoami", get(whoami))
+        .route("/v1/openapi.json", get(openapi::serve))
+        .route("/v1/{*rest}", get(unknown).post(unknown))
+        .method_not_allowed_fallback(wrong_method)
+        .with_state(state)
+}
+
+async fn whoami(caller: Caller) -> Response {
+    json_response(
+        StatusCode::OK,
+        &json!({"namespace": caller.ns.as_str(), "role": caller.role.as_str()}),
+    )
+}
+
+/// A JSON answer.
+pub fn json_response(status: StatusCode, body: &impl Serialize) -> Response {
+    let text = serde_json::to_string(body).unwrap_or_else(|_| "{}".into());
+    let mut response = (status, text).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The query string's parameters (percent-decoded; the last of a repeated name wins).
+pub fn query(uri: &http::Uri) -> Result<HashMap<String, String>, Problem> {
+    let mut out = HashMap::new();
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        out.insert(percent_decode(k)?, percent_decode(v)?);
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str) -> Result<String, Problem> {
+    let bad = || Problem::invalid(format!("the query string has a malformed escape in {s:?}"));
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = s.get(i + 1..i + 3).ok_or_else(bad)?;
+                out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+async fn wrong_method(method: http::Method, uri: http::Uri) -> Response {
+    let mut p = Problem::invalid(format!(
+        "{method} is not supported for {}; GET /v1/openapi.json lists each endpoint's methods",
+        uri.path()
+    ));
+    p.status = StatusCode::METHOD_NOT_ALLOWED.as_u16();
+    p.title = "Method Not Allowed".into();
+    p.into_response()
+}
+
+async fn unknown(uri: http::Uri) -> Problem {
+    Problem::not_found(format!(
+        "no run API endpoint at {}; GET /v1/openapi.json lists them",
+        uri.path()
+    ))
+}
+
+/// A JSON request body, refused with a problem (not axum's plain-text rejection) when it is
+/// not JSON, not the expected shape, or larger than `api.max_body_bytes`.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<ApiState> for ApiJson<T> {
+    type Rejection = Problem;
+
+    async fn from_request(req: Request, state: &ApiState) -> Result<Self, Problem> {
+        let limit = state.config().max_body_bytes;
+        let req = req.map(|b| axum::body::Body::new(http_body_util::Limited::new(b, limit)));
+        let bytes = axum::body::Bytes::from_request(req, &())
+            .await
+            .map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE
+                    || e.to_string().contains("length limit")
+                {
+                    Problem::new(
+                        ProblemCode::PayloadTooLarge,
+                        format!(
+                            "the request body is larger than api.max_body_bytes ({limit} bytes)"
+                        ),
+                    )
+                } else {
+                    Problem::invalid(format!("cannot read the request body: {e}"))
+                }
+            })?;
+        let text = if bytes.iter().all(u8::is_ascii_whitespace) {
+            &b"{}"[..]
+        } else {
+            &bytes[..]
+        };
+        serde_json::from_slice(text).map(ApiJson).map_err(|e| {
+            Problem::invalid(format!(
+                "the request body is not the JSON this endpoint takes: {e}"
+            ))
+        })
+    }
+}
+
+/// `?after=` and `Last-Event-ID`: the larger wins (an `EventSource` reconnects to its
+/// original URL and adds the header).
+fn position(after: Option<&str>, headers: &http::HeaderMap) -> Result<u64, Problem> {
+    let parse = |what: &str, v: &str| {
+        v.trim().parse::<u64>().map_err(|_| {
+            Problem::invalid(format!(
+                "{what} must be a non-negative integer (a durable seq), not {v:?}"
+            ))
+        })
+    };
+    let a = after.map(|v| parse("after", v)).transpose()?;
+    let h = match headers.get("last-event-id") {
+        Some(v) => Some(parse(
+            "Last-Event-ID",
+            v.to_str()
+                .map_err(|_| Problem::invalid("Last-Event-ID is not text"))?,
+        )?),
+        None => None,
+    };
+    Ok(a.unwrap_or(0).max(h.unwrap_or(0)))
+}
+
+/// `?limit=`: 1..=1000, `default` when absent.
+fn limit(v: Option<&str>, default: usize) -> Result<usize, Problem> {
+    match v {
+        None => Ok(default),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=1000).contains(&n) => Ok(n),
+            _ => Err(Problem::invalid(format!(
+                "limit must be an integer from 1 to 1000, not {v:?}"
+            ))),
+        },
+    }
+}

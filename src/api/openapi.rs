@@ -1,0 +1,292 @@
+//! `GET /v1/openapi.json`: an OpenAPI 3.1 document generated from the route table the router
+//! is built from ([`ROUTES`]) and the handlers' own types (via `schemars`), so it lists
+//! exactly the routes served and the shapes they answer with.
+
+use axum::response::Response;
+use axum::routing::{get, post, MethodRouter};
+use http::StatusCode;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+
+use super::events::{Control, Durable};
+use super::problem::Problem;
+use super::reader::Session;
+use super::runs::{EventPage, RunState};
+use super::sessions::{Created, NewSession, RunPage, SessionPage};
+use super::{json_response, messages, runs, sessions, ApiState};
+
+/// What a route answers with on success.
+pub enum Answer {
+    Json(u16, fn(&mut SchemaGenerator) -> Schema),
+    /// `text/event-stream` of `StreamEvent`s (or 204).
+    Stream,
+    Accepted,
+}
+
+/// One route: the router registers it, the document describes it.
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub summary: &'static str,
+    pub request: Option<fn(&mut SchemaGenerator) -> Schema>,
+    pub answer: Answer,
+    pub needs_bridge: bool,
+    pub write: bool,
+    pub handler: fn() -> MethodRouter<ApiState>,
+}
+
+fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
+    g.subschema_for::<T>()
+}
+
+/// Every `/v1` route but the document itself and `/v1/whoami`.
+pub const ROUTES: &[Route] = &[
+    Route {
+        method: "post",
+        path: "/v1/sessions",
+        summary: "Create a session (an agent on the bridge) with the registry's tools",
+        request: Some(schema::<NewSession>),
+        answer: Answer::Json(201, schema::<Created>),
+        needs_bridge: true,
+        write: true,
+        handler: || post(sessions::create).get(sessions::list),
+    },
+    Route {
+        method: "get",
+        path: "/v1/sessions",
+        summary: "Sessions from the store, newest first",
+        request: None,
+        answer: Answer::Json(200, schema::<SessionPage>),
+        needs_bridge: false,
+        write: false,
+        handler: || post(sessions::create).get(sessions::list),
+    },
+    Route {
+        method: "get",
+        path: "/v1/sessions/{session_id}",
+        summary: "One session",
+        request: None,
+        answer: Answer::Json(200, schema::<Session>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(sessions::get_one),
+    },
+    Route {
+        method: "post",
+        path: "/v1/sessions/{session_id}/messages",
+        summary: "Send a message: starts a turn and streams the new run",
+        request: Some(schema::<messages::NewMessage>),
+        answer: Answer::Stream,
+        needs_bridge: true,
+        write: true,
+        handler: || post(messages::send),
+    },
+    Route {
+        method: "get",
+        path: "/v1/sessions/{session_id}/runs",
+        summary: "A session's runs, in turn order",
+        request: None,
+        answer: Answer::Json(200, schema::<RunPage>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(sessions::runs),
+    },
+    Route {
+        method: "get",
+        path: "/v1/runs/{run_id}",
+        summary: "A run's state: status, last_seq, usage, output, error, tool calls",
+        request: None,
+        answer: Answer::Json(200, schema::<RunState>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(runs::get_one),
+    },
+    Route {
+        method: "get",
+        path: "/v1/runs/{run_id}/stream",
+        summary: "The run's durable events after `after`, then live ones until it ends",
+        request: None,
+        answer: Answer::Stream,
+        needs_bridge: false,
+        write: false,
+        handler: || get(runs::stream),
+    },
+    Route {
+        method: "get",
+        path: "/v1/runs/{run_id}/events",
+        summary: "The same durable events as a JSON page",
+        request: None,
+        answer: Answer::Json(200, schema::<EventPage>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(runs::events),
+    },
+    Route {
+        method: "post",
+        path: "/v1/runs/{run_id}/cancel",
+        summary: "Cancel a run (CancelRun on the bridge)",
+        request: None,
+        answer: Answer::Accepted,
+        needs_bridge: true,
+        write: true,
+        handler: || post(runs::cancel),
+    },
+];
+
+/// The paths the router registers (a path with two methods is listed twice in [`ROUTES`]).
+pub fn paths() -> Vec<&'static str> {
+    let mut paths: Vec<&str> = ROUTES.iter().map(|r| r.path).collect();
+    paths.dedup();
+    paths
+}
+
+/// `StreamEvent`: every durable and control event, a `oneOf` discriminated by `type`, each
+/// with the envelope fields.
+fn stream_event(g: &mut SchemaGenerator) -> Value {
+    let mut variants = Vec::new();
+    for s in [Durable::json_schema(g), Control::json_schema(g)] {
+        let v = s.to_value();
+        if let Some(Value::Array(items)) = v.get("oneOf") {
+            variants.extend(items.iter().cloned());
+        }
+    }
+    for v in &mut variants {
+        if let Value::Object(o) = v {
+            let props = o
+                .entry("properties")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .map(std::mem::take)
+                .unwrap_or_default();
+            let mut all = Map::new();
+            all.insert("seq".into(), json!({"type": "integer", "minimum": 0,
+                "description": "the durable seq (for token and control events: the last one sent)"}));
+            all.insert("run_id".into(), json!({"type": "string"}));
+            all.insert(
+                "at".into(),
+                json!({"type": "string", "format": "date-time"}),
+            );
+            all.extend(props);
+            o.insert("properties".into(), Value::Object(all));
+            let req = o.entry("required").or_insert_with(|| json!([]));
+            if let Value::Array(r) = req {
+                for k in ["seq", "run_id", "at"] {
+                    r.push(json!(k));
+                }
+            }
+        }
+    }
+    json!({"oneOf": variants, "discriminator": {"propertyName": "type"}})
+}
+
+/// The document.
+pub fn document() -> Value {
+    let mut g = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.definitions_path = "/components/schemas".into())
+        .into_generator();
+    let problem = g.subschema_for::<Problem>().to_value();
+    let stream = stream_event(&mut g);
+    let mut paths = Map::new();
+    for r in ROUTES {
+        let mut op = Map::new();
+        op.insert("summary".into(), json!(r.summary));
+        op.insert("security".into(), json!([{"bearer": []}]));
+        let params: Vec<Value> = r
+            .path
+            .split('/')
+            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .chain(
+                (r.path.ends_with("/stream") || r.path.ends_with("/events"))
+                    .then(|| json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}})),
+            )
+            .chain(
+                (r.path.ends_with("/events") || (r.method == "get" && r.path.ends_with("s")))
+                    .then(|| json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}})),
+            )
+            .collect();
+        op.insert("parameters".into(), Value::Array(params));
+        if let Some(req) = r.request {
+            op.insert(
+                "requestBody".into(),
+                json!({"required": true, "content": {"application/json": {"schema": req(&mut g).to_value()}}}),
+            );
+        }
+        let mut responses = Map::new();
+        match &r.answer {
+            Answer::Json(status, s) => {
+                responses.insert(
+                    status.to_string(),
+                    json!({"description": "OK", "content": {"application/json": {"schema": s(&mut g).to_value()}}}),
+                );
+            }
+            Answer::Stream => {
+                responses.insert(
+                    "200".into(),
+                    json!({"description": "Server-Sent Events: `id: <seq>` on durable events, `data: <StreamEvent>`",
+                           "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/StreamEvent"}}}}),
+                );
+                responses.insert(
+                    "204".into(),
+                    json!({"description": "A terminal run with nothing after `after`"}),
+                );
+                responses.insert(
+                    "410".into(),
+                    problem_response(&problem, "replay_expired: retention removed the events"),
+                );
+            }
+            Answer::Accepted => {
+                responses.insert(
+                    "202".into(),
+                    json!({"description": "Cancellation requested"}),
+                );
+            }
+        }
+        responses.insert("400".into(), problem_response(&problem, "invalid_argument"));
+        responses.insert("401".into(), problem_response(&problem, "unauthenticated"));
+        if r.write {
+            responses.insert(
+                "403".into(),
+                problem_response(&problem, "permission_denied: the read-only token"),
+            );
+        }
+        responses.insert("404".into(), problem_response(&problem, "not_found"));
+        if r.needs_bridge {
+            responses.insert(
+                "501".into(),
+                problem_response(&problem, "not_implemented: no bridge attached"),
+            );
+            responses.insert(
+                "503".into(),
+                problem_response(&problem, "unavailable: the bridge is down"),
+            );
+        }
+        op.insert("responses".into(), Value::Object(responses));
+        let entry = paths.entry(r.path).or_insert_with(|| json!({}));
+        if let Value::Object(e) = entry {
+            e.insert(r.method.into(), Value::Object(op));
+        }
+    }
+    let mut schemas = g
+        .take_definitions(true)
+        .into_iter()
+        .collect::<Map<String, Value>>();
+    schemas.insert("StreamEvent".into(), stream);
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "callbackd run API", "version": env!("CARGO_PKG_VERSION")},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    })
+}
+
+fn problem_response(problem: &Value, what: &str) -> Value {
+    json!({"description": what, "content": {"application/problem+json": {"schema": problem}}})
+}
+
+pub async fn serve() -> Response {
+    json_response(StatusCode::OK, &document())
+}

@@ -1,0 +1,140 @@
+//! [`Problem`]: the run API's errors as `application/problem+json` (RFC 9457) with the
+//! spec's `code` (run-api.md §4): `{type, title, status, detail, code}`.
+
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+use serde::Serialize;
+
+use crate::store::StoreError;
+
+/// The spec's error codes, each with its HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemCode {
+    Unauthenticated,
+    PermissionDenied,
+    NotFound,
+    InvalidArgument,
+    /// 409: the request conflicts with the run's state (a message while a run is active, a
+    /// cancel of a terminal run). Not in the spec's list; the choice is in the README.
+    FailedPrecondition,
+    /// 413: the body is larger than `api.max_body_bytes`.
+    PayloadTooLarge,
+    /// 429: `api.max_streams` streams are open.
+    ResourceExhausted,
+    ReplayExpired,
+    NotImplemented,
+    Unavailable,
+    Internal,
+}
+
+impl ProblemCode {
+    pub fn status(self) -> StatusCode {
+        match self {
+            ProblemCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ProblemCode::PermissionDenied => StatusCode::FORBIDDEN,
+            ProblemCode::NotFound => StatusCode::NOT_FOUND,
+            ProblemCode::InvalidArgument => StatusCode::BAD_REQUEST,
+            ProblemCode::FailedPrecondition => StatusCode::CONFLICT,
+            ProblemCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ProblemCode::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+            ProblemCode::ReplayExpired => StatusCode::GONE,
+            ProblemCode::NotImplemented => StatusCode::NOT_IMPLEMENTED,
+            ProblemCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ProblemCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProblemCode::Unauthenticated => "unauthenticated",
+            ProblemCode::PermissionDenied => "permission_denied",
+            ProblemCode::NotFound => "not_found",
+            ProblemCode::InvalidArgument => "invalid_argument",
+            ProblemCode::FailedPrecondition => "failed_precondition",
+            ProblemCode::PayloadTooLarge => "payload_too_large",
+            ProblemCode::ResourceExhausted => "resource_exhausted",
+            ProblemCode::ReplayExpired => "replay_expired",
+            ProblemCode::NotImplemented => "not_implemented",
+            ProblemCode::Unavailable => "unavailable",
+            ProblemCode::Internal => "internal",
+        }
+    }
+
+    pub const ALL: [ProblemCode; 11] = [
+        ProblemCode::Unauthenticated,
+        ProblemCode::PermissionDenied,
+        ProblemCode::NotFound,
+        ProblemCode::InvalidArgument,
+        ProblemCode::FailedPrecondition,
+        ProblemCode::PayloadTooLarge,
+        ProblemCode::ResourceExhausted,
+        ProblemCode::ReplayExpired,
+        ProblemCode::NotImplemented,
+        ProblemCode::Unavailable,
+        ProblemCode::Internal,
+    ];
+}
+
+/// A problem document. Also the `problem` of an `error` stream event.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    pub code: ProblemCode,
+}
+
+impl Problem {
+    pub fn new(code: ProblemCode, detail: impl Into<String>) -> Self {
+        let status = code.status();
+        Problem {
+            kind: format!("urn:callbackd:problem:{}", code.as_str()),
+            title: status.canonical_reason().unwrap_or("Error").to_string(),
+            status: status.as_u16(),
+            detail: detail.into(),
+            code,
+        }
+    }
+
+    pub fn invalid(detail: impl Into<String>) -> Self {
+        Problem::new(ProblemCode::InvalidArgument, detail)
+    }
+
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Problem::new(ProblemCode::NotFound, detail)
+    }
+
+    pub fn internal(detail: impl Into<String>) -> Self {
+        Problem::new(ProblemCode::Internal, detail)
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(self.code.status());
+        let body = serde_json::to_string(&self).unwrap_or_else(|_| "{}".into());
+        let mut response = (status, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        response
+    }
+}
+
+impl From<StoreError> for Problem {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Invalid(m) => Problem::invalid(m),
+            StoreError::NotFound(m) => Problem::not_found(m),
+            StoreError::Unavailable(m) => Problem::new(ProblemCode::Unavailable, m),
+            other => {
+                tracing::error!(error = %other, "store error in the run API");
+                Problem::internal("internal store error (details in the callbackd log)")
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Store reads of the run API, through the [`Store`] trait only (so they work on every
+//! backend), and the JSON views the API answers with.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::events::{run_problem, StoredEvent};
+use super::problem::Problem;
+use super::time::rfc3339_ms;
+use crate::store::{
+    AgentCursor, AgentFilter, Namespace, Page, RunCursor, RunFilter, Store, StoreCall,
+};
+
+/// A session (an agent), as the API shows it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Session {
+    pub session_id: String,
+    pub name: Option<String>,
+    pub status: Option<String>,
+    pub model: Option<String>,
+    pub cwd: Option<String>,
+    pub active_run_id: Option<String>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+/// A run, as the API shows it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub session_id: String,
+    pub turn_number: Option<u64>,
+    pub status: String,
+    pub model: Option<String>,
+    pub created_at: Option<String>,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub last_seq: u64,
+    pub usage: Value,
+    pub output: Option<String>,
+    pub error: Option<Problem>,
+}
+
+fn time_of(doc: &Value, key: &str) -> Option<String> {
+    doc.get(key)
+        .and_then(Value::as_f64)
+        .map(|ms| rfc3339_ms(ms as i64))
+}
+
+fn str_of(doc: &Value, key: &str) -> Option<String> {
+    doc.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+impl Session {
+    pub fn from_doc(doc: &Value, model: Option<String>) -> Session {
+        Session {
+            session_id: str_of(doc, "agentId").unwrap_or_default(),
+            name: str_of(doc, "name"),
+            status: str_of(doc, "status"),
+            model: model.or_else(|| {
+                doc.pointer("/model/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }),
+            cwd: str_of(doc, "cwd"),
+            active_run_id: str_of(doc, "activeRunId"),
+            created_at: time_of(doc, "createdAt"),
+            updated_at: time_of(doc, "updatedAt"),
+        }
+    }
+}
+
+impl RunSummary {
+    pub fn from_doc(doc: &Value, last_seq: u64) -> RunSummary {
+        RunSummary {
+            run_id: str_of(doc, "runId").unwrap_or_default(),
+            session_id: str_of(doc, "agentId").unwrap_or_default(),
+            turn_number: doc.get("turnNumber").and_then(Value::as_u64),
+            status: str_of(doc, "status").unwrap_or_else(|| "queued".into()),
+            model: doc
+                .pointer("/model/id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            created_at: time_of(doc, "createdAt"),
+            started_at: time_of(doc, "startedAt"),
+            ended_at: time_of(doc, "endedAt"),
+            last_seq,
+            usage: doc.get("usage").cloned().unwrap_or(Value::Null),
+            output: str_of(doc, "result"),
+            error: str_of(doc, "error").map(|e| run_problem(Some(&e))),
+        }
+    }
+}
+
+/// Whether a run document's status is final.
+pub fn is_terminal(doc: &Value) -> bool {
+    matches!(
+        doc.get("status").and_then(Value::as_str),
+        Some("finished" | "error" | "cancelled" | "expired")
+    )
+}
+
+fn parse(text: &str) -> Result<Value, Problem> {
+    serde_json::from_str(text).map_err(|e| Problem::internal(format!("stored JSON: {e}")))
+}
+
+/// A list page: the items and the store's cursor of the next page.
+pub struct Listed {
+    pub items: Vec<Value>,
+    pub next_cursor: Option<String>,
+}
+
+fn listed(output: &Option<String>) -> Result<Listed, Problem> {
+    let v = parse(output.as_deref().unwrap_or("{}"))?;
+    Ok(Listed {
+        items: v
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        next_cursor: str_of(&v, "nextCursor").filter(|c| !c.is_empty()),
+    })
+}
+
+/// The run API's view of the store.
+pub struct Reader<'a> {
+    pub store: &'a dyn Store,
+    pub ns: &'a Namespace,
+}
+
+impl Reader<'_> {
+    pub async fn agent(&self, id: &str) -> Result<Option<Value>, Problem> {
+        let out = self
+            .store
+            .call(
+                self.ns,
+                StoreCall::AgentsGet {
+                    agent_id: id.into(),
+                },
+            )
+            .await?;
+        out.as_deref().map(parse).transpose()
+    }
+
+    pub async fn agents(&self, limit: usize, cursor: Option<&str>) -> Result<Listed, Problem> {
+        let cursor = cursor
+            .map(AgentCursor::decode)
+            .transpose()
+            .map_err(|_| Problem::invalid("cursor is not a cursor this API returned"))?;
+        let out = self
+            .store
+            .call(
+                self.ns,
+                StoreCall::AgentsList(AgentFilter::default(), Page { cursor, limit }),
+            )
+            .await?;
+        listed(&out)
+    }
+
+    pub async fn runs_of(
+        &self,
+        agent_id: &str,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Listed, Problem> {
+        let cursor = cursor
+            .map(RunCursor::decode)
+            .transpose()
+            .map_err(|_| Problem::invalid("cursor is not a cursor this API returned"))?;
+        let filter = RunFilter {
+            agent_ids: Some(vec![agent_id.into()]),
+            run_ids: None,
+        };
+        let out = self
+            .store
+            .call(self.ns, StoreCall::RunsList(filter, Page { cursor, limit }))
+            .await?;
+        listed(&out)
+    }
+
+    /// A run by id alone (the API's paths do not name its agent).
+    pub async fn run(&self, run_id: &str) -> Result<Option<Value>, Problem> {
+        let filter = RunFilter {
+            agent_ids: None,
+            run_ids: Some(vec![run_id.into()]),
+        };
+        let out = self
+            .store
+            .call(
+                self.ns,
+                StoreCall::RunsList(
+                    filter,
+                    Page {
+                        cursor: None,
+                        limit: 1,
+                    },
+                ),
+            )
+            .await?;
+        Ok(listed(&out)?.items.into_iter().next())
+    }
+
+    /// The model of an agent's latest run, for a session's `model`.
+    pub async fn latest_model(&self, agent_id: &str) -> Result<Option<String>, Problem> {
+        let mut cursor: Option<String> = None;
+        let mut model = None;
+        loop {
+            let page = self.runs_of(agent_id, 1000, cursor.as_deref()).await?;
+            if let Some(last) = page.items.last() {
+                model = last
+                    .pointer("/model/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(model),
+            }
+        }
+    }
+
+    /// Stored events with `seq > after`, at most `limit`, in seq order.
+    pub async fn events_after(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, Problem> {
+        let out = self
+            .store
+            .call(
+                self.ns,
+                StoreCall::EventsList {
+                    run_id: run_id.into(),
+                    after_seq: after,
+                    limit,
+                },
+            )
+            .await?;
+        let v = parse(out.as_deref().unwrap_or("{}"))?;
+        let items = v
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        items
+            .into_iter()
+            .map(|mut item| {
+                let seq = item.get("seq").and_then(Value::as_u64);
+                let at = item.get("createdAt").and_then(Value::as_f64);
+                match (seq, at) {
+                    (Some(seq), Some(at)) => Ok(StoredEvent {
+                        seq,
+                        created_at_ms: at as i64,
+                        payload: item
+                            .get_mut("payload")
+                            .map(Value::take)
+                            .unwrap_or(Value::Null),
+                    }),
+                    _ => Err(Problem::internal("a stored event has no seq or createdAt")),
+                }
+            })
+            .collect()
+    }
+}

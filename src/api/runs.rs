@@ -1,0 +1,265 @@
+//! `/v1/runs/{run_id}`: the run's state, its events as a page or a stream, and cancel.
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, StatusCode, Uri};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::bridge::bridge_problem;
+use super::events::{event_json, RunMapper};
+use super::problem::{Problem, ProblemCode};
+use super::reader::{is_terminal, Reader, RunSummary};
+use super::stream::{self, StreamPlan};
+use super::time::rfc3339_ms;
+use super::{json_response, limit, position, query, ApiState, Caller};
+use crate::store::records::{ToolCallRecord, ToolOutcome};
+use crate::store::Namespace;
+
+/// A tool call in a run's state.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ToolCallView {
+    pub tool_call_id: Option<String>,
+    pub tool: String,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    /// `running`, `ok`, `error`, `timeout`, `cancelled`, `interrupted`, or `abandoned` (still
+    /// running, or finished after, when its run ended: the bridge dropped its answer).
+    pub outcome: &'static str,
+    pub duration_ms: Option<i64>,
+    pub cut_off: bool,
+}
+
+/// `GET /v1/runs/{run_id}`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RunState {
+    #[serde(flatten)]
+    pub run: RunSummary,
+    pub tool_calls: Vec<ToolCallView>,
+    pub events_expired_through: u64,
+}
+
+/// A page of events.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct EventPage {
+    /// Each exactly the `data:` the stream sends for it.
+    #[schemars(with = "Vec<Value>")]
+    pub events: Vec<Box<serde_json::value::RawValue>>,
+    pub next_after: Option<u64>,
+}
+
+fn view(r: &ToolCallRecord, run_doc: &Value) -> ToolCallView {
+    let run_end = run_doc
+        .get("endedAt")
+        .and_then(Value::as_f64)
+        .map(|t| t as i64);
+    let abandoned = is_terminal(run_doc)
+        && match (r.outcome, r.ended_at_ms, run_end) {
+            (ToolOutcome::Running, _, _) => true,
+            (_, Some(end), Some(run_end)) => end > run_end,
+            _ => false,
+        };
+    ToolCallView {
+        tool_call_id: r.tool_call_id.clone(),
+        tool: r.tool.clone(),
+        started_at: rfc3339_ms(r.started_at_ms),
+        ended_at: r.ended_at_ms.map(rfc3339_ms),
+        outcome: if abandoned {
+            "abandoned"
+        } else {
+            r.outcome.as_str()
+        },
+        duration_ms: r.ended_at_ms.map(|e| e - r.started_at_ms),
+        cut_off: r.cut_off,
+    }
+}
+
+pub fn no_run(id: &str) -> Problem {
+    Problem::not_found(format!(
+        "no run {id:?} (GET /v1/sessions/{{session_id}}/runs lists a session's runs)"
+    ))
+}
+
+async fn run_doc(state: &ApiState, ns: &Namespace, id: &str) -> Result<Value, Problem> {
+    Reader {
+        store: state.store().as_ref(),
+        ns,
+    }
+    .run(id)
+    .await?
+    .ok_or_else(|| no_run(id))
+}
+
+pub async fn get_one(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let doc = run_doc(&state, &caller.ns, &id).await?;
+    let pos = state.records().run_positions(&caller.ns, &id).await?;
+    let calls = state.records().tool_calls_of_run(&caller.ns, &id).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &RunState {
+            run: RunSummary::from_doc(&doc, pos.last_seq),
+            tool_calls: calls.iter().map(|c| view(c, &doc)).collect(),
+            events_expired_through: pos.expired_through,
+        },
+    ))
+}
+
+fn expired(id: &str, through: u64) -> Problem {
+    Problem::new(
+        ProblemCode::ReplayExpired,
+        format!(
+            "the events of run {id} up to seq {through} were removed by retention; \
+             GET /v1/runs/{id} still has the run's state"
+        ),
+    )
+}
+
+pub async fn events(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Response, Problem> {
+    let q = query(&uri)?;
+    let after = position(q.get("after").map(String::as_str), &HeaderMap::new())?;
+    let limit = limit(q.get("limit").map(String::as_str), 100)?;
+    let doc = run_doc(&state, &caller.ns, &id).await?;
+    let pos = state.records().run_positions(&caller.ns, &id).await?;
+    if after < pos.expired_through {
+        return Err(expired(&id, pos.expired_through));
+    }
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns: &caller.ns,
+    };
+    let records = state.records().tool_calls_of_run(&caller.ns, &id).await?;
+    let mut mapper = RunMapper::new(&doc, records);
+    let mut out = Vec::new();
+    let mut seq = 0;
+    // Mapped from the first event, as the stream does, so the page holds the same bytes.
+    'pages: loop {
+        let page = reader.events_after(&id, seq, 256).await?;
+        if page.is_empty() {
+            break;
+        }
+        for ev in page {
+            if ev.seq != seq + 1 {
+                return Err(Problem::new(
+                    ProblemCode::Internal,
+                    format!("event {} of run {id} is missing from the store", seq + 1),
+                ));
+            }
+            seq = ev.seq;
+            let mut event = mapper.map(&ev);
+            if ev.seq > after {
+                if let super::events::Durable::MessageSnapshot { delta, .. } = &mut event {
+                    *delta = state
+                        .records()
+                        .snapshot_delta(&caller.ns, &id, ev.seq, None)
+                        .await?;
+                }
+                let data = event_json(&event, ev.seq, &id, ev.created_at_ms);
+                out.push(
+                    serde_json::value::RawValue::from_string(data)
+                        .map_err(|e| Problem::internal(e.to_string()))?,
+                );
+                if out.len() >= limit {
+                    break 'pages;
+                }
+            }
+        }
+    }
+    let next_after = (seq < pos.last_seq && !out.is_empty()).then_some(seq);
+    Ok(json_response(
+        StatusCode::OK,
+        &EventPage {
+            events: out,
+            next_after,
+        },
+    ))
+}
+
+/// `GET /v1/runs/{run_id}/stream`.
+pub async fn stream(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let q = query(&uri)?;
+    let after = position(q.get("after").map(String::as_str), &headers)?;
+    let doc = run_doc(&state, &caller.ns, &id).await?;
+    open(&state, caller.ns, id, doc, after, None).await
+}
+
+/// Opens a stream of run `id` from `after`, or answers 204 or 410.
+pub async fn open(
+    state: &ApiState,
+    ns: Namespace,
+    id: String,
+    doc: Value,
+    after: u64,
+    tokens: Option<(
+        tokio::sync::mpsc::Receiver<String>,
+        super::live_tokens::Relay,
+    )>,
+) -> Result<Response, Problem> {
+    let pos = state.records().run_positions(&ns, &id).await?;
+    if after < pos.expired_through {
+        return Err(expired(&id, pos.expired_through));
+    }
+    if is_terminal(&doc) && pos.last_seq <= after {
+        return Ok(stream::no_content());
+    }
+    let permit = state.stream_permit()?;
+    Ok(stream::respond(
+        state.clone(),
+        StreamPlan {
+            ns,
+            run_id: id,
+            run_doc: doc,
+            after,
+            tokens,
+            permit,
+        },
+    ))
+}
+
+/// `POST /v1/runs/{run_id}/cancel`.
+pub async fn cancel(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    caller.require_write("cancel runs")?;
+    let doc = run_doc(&state, &caller.ns, &id).await?;
+    if is_terminal(&doc) {
+        return Err(Problem::new(
+            ProblemCode::FailedPrecondition,
+            format!(
+                "run {id} has already ended ({}); there is nothing to cancel",
+                doc.get("status").and_then(Value::as_str).unwrap_or("?")
+            ),
+        ));
+    }
+    let bridge = state.bridge().get()?;
+    let agent = doc
+        .get("agentId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    bridge
+        .cancel_run(&id, agent)
+        .await
+        .map_err(|e| bridge_problem("CancelRun", &e))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        [(http::header::CONTENT_TYPE, "application/json")],
+        json!({"run_id": id, "status": "cancelling"}).to_string(),
+    )
+        .into_response())
+}

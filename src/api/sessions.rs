@@ -1,0 +1,217 @@
+//! `/v1/sessions`: create (on the bridge), list and get (from the store).
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use http::{StatusCode, Uri};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::bridge::bridge_problem;
+use super::problem::Problem;
+use super::reader::{Reader, RunSummary, Session};
+use super::{json_response, limit, query, ApiJson, ApiState, Caller};
+
+/// `POST /v1/sessions` body.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    /// The model id; default `[bridge] default_model`.
+    pub model: Option<String>,
+    /// The agent's workspace; default the bridge's own workspace.
+    pub cwd: Option<String>,
+    /// Registry tools to declare; default every enabled tool.
+    pub tools: Option<Vec<String>>,
+}
+
+/// `201` answer of `POST /v1/sessions`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Created {
+    pub session: Session,
+    pub tools: Vec<String>,
+}
+
+/// A page of sessions.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct SessionPage {
+    pub sessions: Vec<Session>,
+    pub next_cursor: Option<String>,
+}
+
+/// A page of runs.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct RunPage {
+    pub runs: Vec<RunSummary>,
+    pub next_cursor: Option<String>,
+}
+
+/// The customTools declarations of `names` (all enabled tools when `None`), or 400 naming
+/// an unknown one.
+pub fn declarations(
+    state: &ApiState,
+    names: Option<&[String]>,
+) -> Result<(Value, Vec<String>), Problem> {
+    let registry = state.tools().registry();
+    let all = registry.declarations();
+    let Value::Object(all) = all else {
+        return Ok((Value::Object(Map::new()), vec![]));
+    };
+    let names: Vec<String> = match names {
+        None => all.keys().cloned().collect(),
+        Some(names) => names.to_vec(),
+    };
+    let mut out = Map::new();
+    for name in &names {
+        match all.get(name) {
+            Some(decl) => {
+                out.insert(name.clone(), decl.clone());
+            }
+            None => {
+                let served: Vec<&str> = registry.names().collect();
+                return Err(Problem::invalid(format!(
+                    "unknown tool {name:?} in tools: this daemon serves {}",
+                    if served.is_empty() {
+                        "no tools".into()
+                    } else {
+                        served.join(", ")
+                    }
+                )));
+            }
+        }
+    }
+    Ok((Value::Object(out), names))
+}
+
+pub async fn create(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<NewSession>,
+) -> Result<Response, Problem> {
+    caller.require_write("create sessions")?;
+    let bridge = state.bridge().get()?;
+    let (tools, names) = declarations(&state, body.tools.as_deref())?;
+    let model = body.model.unwrap_or_else(|| bridge.default_model.clone());
+    let cwd = match body.cwd.or_else(|| bridge.default_cwd.clone()) {
+        Some(cwd) => cwd,
+        None => {
+            return Err(Problem::invalid(
+                "cwd is required: the bridge did not say its workspace ([bridge] default_cwd)",
+            ))
+        }
+    };
+    let id = bridge
+        .create_agent(&model, &cwd, &tools)
+        .await
+        .map_err(|e| bridge_problem("CreateAgent", &e))?;
+    state.remember_tools(&id, names.clone());
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns: &caller.ns,
+    };
+    let doc = reader.agent(&id).await?.ok_or_else(|| {
+        Problem::internal(format!(
+            "the bridge created agent {id} but it is not in this daemon's store: is the bridge \
+             using callbackd as its store (--local-store '{{\"type\":\"custom\"}}')?"
+        ))
+    })?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &Created {
+            session: Session::from_doc(&doc, Some(model)),
+            tools: names,
+        },
+    ))
+}
+
+pub async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    uri: Uri,
+) -> Result<Response, Problem> {
+    let q = query(&uri)?;
+    let limit = limit(q.get("limit").map(String::as_str), 50)?;
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns: &caller.ns,
+    };
+    let page = reader
+        .agents(
+            limit,
+            q.get("cursor")
+                .map(String::as_str)
+                .filter(|c| !c.is_empty()),
+        )
+        .await?;
+    let mut sessions = Vec::with_capacity(page.items.len());
+    for doc in &page.items {
+        let id = doc
+            .get("agentId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        sessions.push(Session::from_doc(doc, reader.latest_model(id).await?));
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &SessionPage {
+            sessions,
+            next_cursor: page.next_cursor,
+        },
+    ))
+}
+
+pub async fn get_one(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns: &caller.ns,
+    };
+    let doc = reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
+    let model = reader.latest_model(&id).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &Session::from_doc(&doc, model),
+    ))
+}
+
+pub async fn runs(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Response, Problem> {
+    let q = query(&uri)?;
+    let limit = limit(q.get("limit").map(String::as_str), 50)?;
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns: &caller.ns,
+    };
+    reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
+    let page = reader
+        .runs_of(
+            &id,
+            limit,
+            q.get("cursor")
+                .map(String::as_str)
+                .filter(|c| !c.is_empty()),
+        )
+        .await?;
+    let mut runs = Vec::with_capacity(page.items.len());
+    for doc in &page.items {
+        let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
+        let pos = state.records().run_positions(&caller.ns, run_id).await?;
+        runs.push(RunSummary::from_doc(doc, pos.last_seq));
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &RunPage {
+            runs,
+            next_cursor: page.next_cursor,
+        },
+    ))
+}
+
+pub fn no_session(id: &str) -> Problem {
+    Problem::not_found(format!("no session {id:?} (GET /v1/sessions lists them)"))
+}

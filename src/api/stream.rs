@@ -1,0 +1,356 @@
+//! The run stream (run-api.md §2): replay and live follow as one loop. Read every stored
+//! event after the position, send it, wait for an append notification (or a short timer),
+//! read again. A missed notification costs one re-read, never an event; only a failed read
+//! is a `stream_gap`.
+//!
+//! Each stream is a task that writes SSE frames into a small bounded channel the response
+//! body reads from: a slow reader never holds up appends or other readers (they all read
+//! the store themselves), and one that stops taking frames for `api.slow_reader_ms` is
+//! dropped, to resume from the store with `after`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{header, HeaderValue, StatusCode};
+use serde_json::Value;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::time::Instant;
+
+use super::events::{event_json, Control, Durable, RunMapper, StoredEvent};
+use super::live_tokens::Relay;
+use super::reader::{is_terminal, Reader};
+use super::time::now_ms;
+use super::ApiState;
+use crate::store::Namespace;
+
+/// Events read per store call.
+const PAGE: usize = 256;
+/// Frames buffered per stream before the reader counts as slow.
+const FRAMES: usize = 64;
+/// The fallback re-read when no notification came.
+const FALLBACK_READ: Duration = Duration::from_secs(2);
+
+/// What one stream sends.
+pub struct StreamPlan {
+    pub ns: Namespace,
+    pub run_id: String,
+    pub run_doc: Value,
+    /// Send durable events with a larger seq.
+    pub after: u64,
+    /// `POST .../messages`: the text fragments the bridge streams, and their count.
+    pub tokens: Option<(mpsc::Receiver<String>, Relay)>,
+    /// The stream's place under `api.max_streams`, held until the stream's task ends.
+    #[allow(dead_code)]
+    pub permit: OwnedSemaphorePermit,
+}
+
+/// Starts the stream's task and answers with its body.
+pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(FRAMES);
+    tokio::spawn(async move {
+        let mut out = Out {
+            tx,
+            slow: Duration::from_millis(state.config().slow_reader_ms),
+        };
+        let run_id = plan.run_id.clone();
+        if let Err(Stop) = run(&state, plan, &mut out).await {
+            tracing::debug!(%run_id, "stream ended early (reader gone or slow)");
+        }
+    });
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    let mut response = Body::from_stream(body).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, no-transform"),
+    );
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// `204 No Content`: a terminal run with nothing after the position.
+pub fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// The reader went away or was too slow: stop.
+struct Stop;
+
+struct Out {
+    tx: mpsc::Sender<Bytes>,
+    slow: Duration,
+}
+
+impl Out {
+    async fn frame(&mut self, frame: String) -> Result<(), Stop> {
+        match self.tx.send_timeout(Bytes::from(frame), self.slow).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(Stop),
+        }
+    }
+}
+
+fn durable_frame(seq: u64, data: &str) -> String {
+    format!("id: {seq}\ndata: {data}\n\n")
+}
+
+fn control_frame(event: &Control, run_id: &str, seq: u64) -> String {
+    format!("data: {}\n\n", event_json(event, seq, run_id, now_ms()))
+}
+
+async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<(), Stop> {
+    let (mut fragments, relay) = match plan.tokens.take() {
+        Some((rx, relay)) => (Some(rx), Some(relay)),
+        None => (None, None),
+    };
+    let mut tokens = relay.as_ref();
+    let plan = &plan;
+    let store = state.store();
+    let records = state.records();
+    let reader = Reader {
+        store: store.as_ref(),
+        ns: &plan.ns,
+    };
+    let run_id = plan.run_id.as_str();
+    let cfg = state.config();
+    let started = Instant::now();
+    let deadline = started + cfg.max_stream();
+    let keepalive = cfg.keepalive();
+    let shutdown = state.shutdown_token();
+    // Wake-ups first, then the first read: an append between the two is not missed.
+    let mut follow = state.hub().follow(&plan.ns, run_id);
+    let tool_records = records
+        .tool_calls_of_run(&plan.ns, run_id)
+        .await
+        .unwrap_or_default();
+    let mut mapper = RunMapper::new(&plan.run_doc, tool_records);
+    let mut pos = 0u64;
+    // The mapper's context (step numbers, tool names, usage, the last text) comes from the
+    // events up to the position: read and mapped, not sent.
+    while pos < plan.after {
+        let events = match reader
+            .events_after(run_id, pos, PAGE.min((plan.after - pos) as usize))
+            .await
+        {
+            Ok(events) => events,
+            Err(e) => return gap(out, run_id, pos, &e.detail).await,
+        };
+        if events.is_empty() {
+            break;
+        }
+        for ev in &events {
+            if ev.seq > plan.after {
+                break;
+            }
+            mapper.map(ev);
+            pos = ev.seq;
+        }
+    }
+    let mut pos = plan.after.max(pos);
+    let mut up_to_date_sent = false;
+    let mut run_doc_terminal = is_terminal(&plan.run_doc);
+    loop {
+        // 1. Everything stored after the position.
+        loop {
+            let events = match reader.events_after(run_id, pos, PAGE).await {
+                Ok(events) => events,
+                Err(e) => return gap(out, run_id, pos, &e.detail).await,
+            };
+            if events.is_empty() {
+                break;
+            }
+            for ev in events {
+                if ev.seq != pos + 1 {
+                    let reason = format!(
+                        "event {} of run {run_id} is missing from the store (the next stored one is {})",
+                        pos + 1,
+                        ev.seq
+                    );
+                    return gap(out, run_id, pos, &reason).await;
+                }
+                if let Some(frags) = fragments.as_mut() {
+                    drain_tokens(out, frags, tokens, run_id, pos).await?;
+                }
+                let ended = send_durable(state, plan, &mut mapper, &ev, out).await?;
+                pos = ev.seq;
+                if ended {
+                    return Ok(());
+                }
+            }
+        }
+        // 2. Caught up.
+        if !up_to_date_sent {
+            if !run_doc_terminal {
+                run_doc_terminal = reader
+                    .run(run_id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|d| is_terminal(&d));
+            }
+            if run_doc_terminal {
+                // Terminal with no terminal event (e.g. cancelled while queued): done.
+                return Ok(());
+            }
+            out.frame(control_frame(
+                &Control::UpToDate { last_seq: pos },
+                run_id,
+                pos,
+            ))
+            .await?;
+            up_to_date_sent = true;
+        }
+        // 3. Wait for an append, a token, a timer.
+        let keepalive_at = Instant::now() + keepalive;
+        let fallback_at = Instant::now() + FALLBACK_READ;
+        loop {
+            tokio::select! {
+                changed = follow.rx.changed() => {
+                    if changed.is_err() {
+                        tokio::time::sleep(FALLBACK_READ).await;
+                    }
+                    break;
+                }
+                fragment = recv_fragment(&mut fragments) => {
+                    match fragment {
+                        Some(text) => send_token(out, tokens, run_id, pos, &text).await?,
+                        None => { fragments = None; tokens = None; }
+                    }
+                }
+                () = tokio::time::sleep_until(keepalive_at.min(fallback_at)) => {
+                    if Instant::now() >= keepalive_at {
+                        out.frame(": keepalive\n\n".into()).await?;
+                    }
+                    // Re-read as a fallback; also notices a run document turned terminal.
+                    if Instant::now() >= fallback_at {
+                        run_doc_terminal = reader
+                            .run(run_id)
+                            .await
+                            .ok()
+                            .flatten()
+                            .is_some_and(|d| is_terminal(&d));
+                    }
+                    break;
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    return reconnect(out, state, run_id, pos).await;
+                }
+                () = shutdown.cancelled() => {
+                    return reconnect(out, state, run_id, pos).await;
+                }
+            }
+        }
+        if run_doc_terminal {
+            // One more read for events stored before the document turned terminal.
+            let events = reader
+                .events_after(run_id, pos, PAGE)
+                .await
+                .unwrap_or_default();
+            if events.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+async fn recv_fragment(rx: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn drain_tokens(
+    out: &mut Out,
+    rx: &mut mpsc::Receiver<String>,
+    relay: Option<&Relay>,
+    run_id: &str,
+    pos: u64,
+) -> Result<(), Stop> {
+    while let Ok(text) = rx.try_recv() {
+        send_token(out, relay, run_id, pos, &text).await?;
+    }
+    Ok(())
+}
+
+async fn send_token(
+    out: &mut Out,
+    relay: Option<&Relay>,
+    run_id: &str,
+    pos: u64,
+    text: &str,
+) -> Result<(), Stop> {
+    let Some(relay) = relay else { return Ok(()) };
+    let delta = relay.fragment();
+    let token = Control::Token {
+        text: text.to_string(),
+        delta,
+    };
+    out.frame(control_frame(&token, run_id, pos)).await
+}
+
+/// Sends one durable event; `true` when it ended the run's stream.
+async fn send_durable(
+    state: &ApiState,
+    plan: &StreamPlan,
+    mapper: &mut RunMapper,
+    ev: &StoredEvent,
+    out: &mut Out,
+) -> Result<bool, Stop> {
+    let is_tool_end = ev.payload.pointer("/message/type").and_then(Value::as_str)
+        == Some("tool_call")
+        && ev
+            .payload
+            .pointer("/message/status")
+            .and_then(Value::as_str)
+            != Some("running");
+    if is_tool_end {
+        if let Ok(records) = state
+            .records()
+            .tool_calls_of_run(&plan.ns, &plan.run_id)
+            .await
+        {
+            mapper.set_records(records);
+        }
+    }
+    let mut event = mapper.map(ev);
+    if let Durable::MessageSnapshot { delta, .. } = &mut event {
+        let sealed = state.live_tokens().seal(&plan.ns, &plan.run_id, ev.seq);
+        *delta = state
+            .records()
+            .snapshot_delta(&plan.ns, &plan.run_id, ev.seq, sealed)
+            .await
+            .unwrap_or(sealed.unwrap_or(0));
+    }
+    let data = event_json(&event, ev.seq, &plan.run_id, ev.created_at_ms);
+    out.frame(durable_frame(ev.seq, &data)).await?;
+    Ok(event.is_terminal())
+}
+
+async fn gap(out: &mut Out, run_id: &str, pos: u64, reason: &str) -> Result<(), Stop> {
+    tracing::warn!(run_id, after_seq = pos, reason, "stream_gap");
+    let event = Control::StreamGap {
+        after_seq: pos,
+        reason: reason.to_string(),
+    };
+    out.frame(control_frame(&event, run_id, pos)).await
+}
+
+async fn reconnect(out: &mut Out, state: &ApiState, run_id: &str, pos: u64) -> Result<(), Stop> {
+    let retry = state.config().retry_ms;
+    let event = Control::Reconnect {
+        after_seq: pos,
+        retry_ms: retry,
+    };
+    let frame = control_frame(&event, run_id, pos);
+    out.frame(format!("retry: {retry}\n{frame}")).await
+}
