@@ -273,8 +273,14 @@ impl RunMapper {
             };
         }
         let started = self.tools.get(&call_id).map(|(_, t)| *t);
+        // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
+        // "success" whose value is an MCP error result (`isError: true`).
         let failed = status == "error"
-            || message.pointer("/result/status").and_then(Value::as_str) == Some("error");
+            || message.pointer("/result/status").and_then(Value::as_str) == Some("error")
+            || message
+                .pointer("/result/value/isError")
+                .and_then(Value::as_bool)
+                == Some(true);
         if failed {
             // The last record of this call id in the run: retries reuse call ids.
             let cut = self

@@ -74,6 +74,44 @@ fn view(r: &ToolCallRecord, run_doc: &Value) -> ToolCallView {
     }
 }
 
+/// A run's summary. The bridge stores the terminal event 10-60 ms before it updates the run
+/// document: in that window the summary answers what the stream already said.
+pub async fn summary(
+    state: &ApiState,
+    ns: &Namespace,
+    doc: &Value,
+    pos: crate::store::records::RunPositions,
+) -> Result<RunSummary, Problem> {
+    let mut run = RunSummary::from_doc(doc, pos.last_seq);
+    if !is_terminal(doc) && pos.last_seq > pos.expired_through {
+        let reader = Reader {
+            store: state.store().as_ref(),
+            ns,
+        };
+        let id = run.run_id.clone();
+        let last = reader.events_after(&id, pos.last_seq - 1, 1).await?;
+        if let Some(status) = last.first().and_then(terminal_status) {
+            run.status = status;
+        }
+    }
+    Ok(run)
+}
+
+/// The run status a stored terminal `status` event stands for.
+fn terminal_status(ev: &super::events::StoredEvent) -> Option<String> {
+    if ev.payload.pointer("/message/type").and_then(Value::as_str) != Some("status") {
+        return None;
+    }
+    match ev
+        .payload
+        .pointer("/message/status")
+        .and_then(Value::as_str)?
+    {
+        s @ ("FINISHED" | "ERROR" | "CANCELLED" | "EXPIRED") => Some(s.to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
 pub fn no_run(id: &str) -> Problem {
     Problem::not_found(format!(
         "no run {id:?} (GET /v1/sessions/{{session_id}}/runs lists a session's runs)"
@@ -98,10 +136,11 @@ pub async fn get_one(
     let doc = run_doc(&state, &caller.ns, &id).await?;
     let pos = state.records().run_positions(&caller.ns, &id).await?;
     let calls = state.records().tool_calls_of_run(&caller.ns, &id).await?;
+    let run = summary(&state, &caller.ns, &doc, pos).await?;
     Ok(json_response(
         StatusCode::OK,
         &RunState {
-            run: RunSummary::from_doc(&doc, pos.last_seq),
+            run,
             tool_calls: calls.iter().map(|c| view(c, &doc)).collect(),
             events_expired_through: pos.expired_through,
         },

@@ -127,7 +127,11 @@ async fn a_finished_run_replays_as_typed_events_and_byte_equal_twice() {
     let events = page.json()["events"].as_array().unwrap().clone();
     assert_eq!(events.len(), 3);
     // The same bytes as the stream's `data:`.
-    assert!(page.text().contains(&durable(&frames)[2].1), "{}", page.text());
+    assert!(
+        page.text().contains(&durable(&frames)[2].1),
+        "{}",
+        page.text()
+    );
     assert_eq!(page.json()["next_after"], 5);
     // Nothing after the last seq of a terminal run: 204, what stops an EventSource.
     assert_eq!(app.stream("r1", Some(8)).await.status, 204);

@@ -334,7 +334,7 @@ class CallbackdRun:
 
     def __init__(self, env: dict, workdir: Path, workspace: Path, backend: FakeBackend, db_path: Path,
                  store_token: str, tool_token: str, bridge_args: list[str] | None = None,
-                 listen: str = "127.0.0.1:0", wait_ready: bool = True):
+                 listen: str = "127.0.0.1:0", wait_ready: bool = True, extra_args: list[str] | None = None):
         self.state = workdir / "run-state"
         tmp = workdir / "tmp"
         for d in (self.state, tmp, workspace):
@@ -345,13 +345,15 @@ class CallbackdRun:
                   "--host", "127.0.0.1", "--port", "0", "--workspace", workspace, "--state-root", self.state,
                   "--verbose", *(bridge_args or [])]
         argv = [callbackd_bin(), "run", "--listen", listen, "--db", db_path, "--ready-file", self.ready_file,
-                "--", *bridge]
+                *(extra_args or []), "--", *bridge]
         self.proc = Proc("callbackd-run", argv, workdir / "logs", cwd=workspace,
                          env={"CURSOR_BACKEND_URL": backend.url, "CURSOR_API_KEY": "dummy", "TMPDIR": str(tmp),
                               "CALLBACKD_STORE_TOKEN": store_token, "CALLBACKD_TOOL_TOKEN": tool_token,
                               "RUST_BACKTRACE": "1"})
         self.ready: dict = {}
+        self.daemon_ready: dict = {}
         if wait_ready:
+            self.daemon_ready = json.loads(self.proc.wait_for_line("callbackd ready ", timeout=60))
             self.ready = json.loads(self.proc.wait_for_line("cursor-sdk-bridge ready ", timeout=60))
             self.bridge_pid = int(self.ready["pid"])
             Proc.adopted.append(self.bridge_pid)
