@@ -19,7 +19,20 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+
+/// A connection's place under `server.max_connections`, in every request's extensions. A
+/// run API stream gives it back ([`ConnSlot::release`]): streams have their own cap
+/// (`api.max_streams`), so that long-lived readers never crowd out the bridge's callbacks.
+/// A stream's response closes its connection afterwards, so the place is not reused.
+#[derive(Clone)]
+pub struct ConnSlot(Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl ConnSlot {
+    pub fn release(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
 
 /// Connection-level limits.
 #[derive(Debug, Clone, Copy)]
@@ -79,14 +92,22 @@ pub async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, %peer, "cannot set TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(router.clone());
+        let slot = ConnSlot(Arc::new(std::sync::Mutex::new(Some(permit))));
+        let request_slot = slot.clone();
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut req: http::Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(request_slot.clone());
+                req
+            },
+        ));
         let (watcher, builder) = (graceful.watcher(), builder.clone());
         let serve_one = move |stream: TcpStream| async move {
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             if let Err(e) = watcher.watch(conn).await {
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
-            drop(permit);
+            slot.release();
         };
         match &threads {
             Some(threads) => threads.serve(stream, peer, serve_one),

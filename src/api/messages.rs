@@ -42,6 +42,7 @@ pub async fn send(
     State(state): State<ApiState>,
     caller: Caller,
     Path(session): Path<String>,
+    conn: Option<axum::Extension<crate::server::ConnSlot>>,
     ApiJson(body): ApiJson<NewMessage>,
 ) -> Result<Response, Problem> {
     caller.require_write("send messages")?;
@@ -97,7 +98,16 @@ pub async fn send(
             "the bridge started run {run_id} but it is not in the store"
         ))
     })?;
-    runs::open(&state, caller.ns.clone(), run_id, doc, 0, Some((rx, relay))).await
+    runs::open(
+        &state,
+        caller.ns.clone(),
+        run_id,
+        doc,
+        0,
+        Some((rx, relay)),
+        conn.map(|c| c.0),
+    )
+    .await
 }
 
 /// A text delta of a `Send` message, if it is one.

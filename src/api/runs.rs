@@ -2,6 +2,7 @@
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use http::{HeaderMap, StatusCode, Uri};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -13,6 +14,7 @@ use super::reader::{is_terminal, Reader, RunSummary};
 use super::stream::{self, StreamPlan};
 use super::time::rfc3339_ms;
 use super::{json_response, limit, position, query, ApiState, Caller};
+use crate::server::ConnSlot;
 use crate::store::records::{ToolCallRecord, ToolOutcome};
 use crate::store::Namespace;
 
@@ -229,11 +231,12 @@ pub async fn stream(
     Path(id): Path<String>,
     uri: Uri,
     headers: HeaderMap,
+    conn: Option<Extension<ConnSlot>>,
 ) -> Result<Response, Problem> {
     let q = query(&uri)?;
     let after = position(q.get("after").map(String::as_str), &headers)?;
     let doc = run_doc(&state, &caller.ns, &id).await?;
-    open(&state, caller.ns, id, doc, after, None).await
+    open(&state, caller.ns, id, doc, after, None, conn.map(|c| c.0)).await
 }
 
 /// Opens a stream of run `id` from `after`, or answers 204 or 410.
@@ -247,6 +250,7 @@ pub async fn open(
         tokio::sync::mpsc::Receiver<String>,
         super::live_tokens::Relay,
     )>,
+    conn: Option<ConnSlot>,
 ) -> Result<Response, Problem> {
     let pos = state.records().run_positions(&ns, &id).await?;
     if after < pos.expired_through {
@@ -265,6 +269,7 @@ pub async fn open(
             after,
             tokens,
             permit,
+            conn,
         },
     ))
 }

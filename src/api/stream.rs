@@ -45,10 +45,15 @@ pub struct StreamPlan {
     /// The stream's place under `api.max_streams`, held until the stream's task ends.
     #[allow(dead_code)]
     pub permit: OwnedSemaphorePermit,
+    /// The connection's place under `server.max_connections`, given back for the stream.
+    pub conn: Option<crate::server::ConnSlot>,
 }
 
 /// Starts the stream's task and answers with its body.
 pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
+    if let Some(slot) = &plan.conn {
+        slot.release();
+    }
     let (tx, rx) = mpsc::channel::<Bytes>(FRAMES);
     tokio::spawn(async move {
         let mut out = Out {
@@ -74,6 +79,8 @@ pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
         HeaderValue::from_static("no-cache, no-transform"),
     );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    // The connection gave its place under server.max_connections back: not for reuse.
+    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 

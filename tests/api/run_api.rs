@@ -696,3 +696,26 @@ async fn sessions_and_runs_are_listed_from_the_store() {
     assert_eq!(state["session_id"], "a1");
     assert_eq!(state["tool_calls"], json!([]));
 }
+
+#[tokio::test]
+async fn streams_do_not_count_against_the_callback_connection_cap() {
+    let app = TestApp::spawn_with(|c| c.server.max_connections = 2).await;
+    setup(&app, "r1", "running").await;
+    let mut streams = Vec::new();
+    for _ in 0..4 {
+        let mut s = tokio::time::timeout(T, app.stream("r1", None))
+            .await
+            .expect("a stream waited for a callback connection slot");
+        assert_eq!(s.status, 200);
+        assert_eq!(s.headers["connection"], "close");
+        assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
+        streams.push(s);
+    }
+    // The bridge's callbacks still get through, and the streams see the append.
+    tokio::time::timeout(T, append(&app, "r1", tool_turn()[0].clone()))
+        .await
+        .expect("a store call was held up by open streams");
+    for s in &mut streams {
+        assert_eq!(s.next(T).await.unwrap().kind(), "run_started");
+    }
+}
