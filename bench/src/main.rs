@@ -104,6 +104,12 @@ struct Opts {
     /// replay: size range of each event's payload JSON, in bytes (append's by default).
     #[arg(long, value_parser = parse_range, default_value = "500-3000")]
     replay_event_bytes: (usize, usize),
+    /// stream: follower counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 100, 1000])]
+    stream_followers: Vec<usize>,
+    /// stream: events appended to each live run.
+    #[arg(long)]
+    stream_events: Option<usize>,
     /// agents-list: agents in the workspace, and passes over them.
     #[arg(long)]
     agents: Option<usize>,
@@ -117,6 +123,8 @@ enum Workload {
     Turn,
     Replay,
     AgentsList,
+    /// Run API followers (SSE) of live runs; not in the default set.
+    Stream,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -307,6 +315,36 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     "{n} events of {lo}–{hi} bytes, pages of {}, {passes} passes",
                     replay::PAGE
                 )));
+            }
+            Workload::Stream => {
+                let Some(pid) = server.pid else {
+                    anyhow::bail!("the stream workload needs a started callbackd (not --url)");
+                };
+                let api = target::api_token(&token);
+                let events = opts
+                    .stream_events
+                    .unwrap_or(if opts.quick { 50 } else { 500 });
+                let followers: Vec<usize> = if opts.quick {
+                    vec![1, 10]
+                } else {
+                    opts.stream_followers.clone()
+                };
+                for (i, &n) in followers.iter().enumerate() {
+                    let runs = n.clamp(1, 10);
+                    let f = workloads::stream::run(
+                        &server,
+                        &api,
+                        &format!("{tag}-s{i}"),
+                        n,
+                        runs,
+                        events,
+                    )
+                    .await?;
+                    report.stream(&f);
+                }
+                let idle = if opts.quick { 20 } else { 1000 };
+                let per = workloads::stream::idle_rss(&server, &api, &tag, idle).await?;
+                report.stream_idle(idle, per, pid);
             }
             Workload::AgentsList => {
                 let setup = agents_list::setup(&server, &tag, sizes.agents, base_ms).await?;

@@ -82,6 +82,8 @@ pub struct Report {
     pub reps: usize,
     rows: Vec<Row>,
     setups: Vec<(String, u64)>,
+    /// `stream` rows, already formatted, and whether each had wrong deliveries.
+    streams: Vec<(String, bool)>,
 }
 
 impl Report {
@@ -117,6 +119,41 @@ impl Report {
     pub fn failures(&self) -> usize {
         self.rows.iter().filter(|r| r.failures > 0).count()
             + self.setups.iter().filter(|s| s.1 > 0).count()
+            + self.streams.iter().filter(|s| s.1).count()
+    }
+
+    /// A `stream` phase (issue 9's targets: p99 ≤ 5 ms at 100 followers, append rate with
+    /// followers ≥ 0.9× without).
+    pub fn stream(&mut self, f: &crate::workloads::stream::StreamFigures) {
+        let ratio = f.append_rate / f.append_rate_alone.max(1e-9);
+        let line = format!(
+            "| stream | {} | {} × {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.2} | {} |",
+            f.followers,
+            f.runs,
+            f.events_per_run,
+            dur(f.quantile(0.50)),
+            dur(f.quantile(0.99)),
+            dur(f.quantile(1.0)),
+            f.delivered as f64 / f.wall.as_secs_f64().max(1e-9),
+            f.append_rate,
+            f.append_rate_alone,
+            ratio,
+            f.wrong,
+        );
+        eprintln!(
+            "  stream ×{}: p99 {} append ×{ratio:.2} of alone",
+            f.followers,
+            dur(f.quantile(0.99))
+        );
+        self.streams.push((line, f.wrong > 0));
+    }
+
+    /// Idle open streams: the daemon's RSS growth per stream.
+    pub fn stream_idle(&mut self, n: usize, kib_per_stream: f64, pid: u32) {
+        self.streams.push((
+            format!("idle streams: {n} open streams of one run cost the daemon (pid {pid}) {kib_per_stream:.1} KiB of RSS each"),
+            false,
+        ));
     }
 
     pub fn print(&self) {
@@ -189,6 +226,17 @@ impl Report {
                 .chain(r.null.iter().flat_map(|n| &n.examples))
             {
                 println!("  {} ×{}: {e}", r.workload, r.clients);
+            }
+        }
+        if !self.streams.is_empty() {
+            println!();
+            println!("| workload | followers | runs × events | delivery p50 | p99 | max | delivered/s | appends/s followed | appends/s alone | × alone | wrong |");
+            println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+            for (line, _) in self.streams.iter().filter(|s| s.0.starts_with('|')) {
+                println!("{line}");
+            }
+            for (line, _) in self.streams.iter().filter(|s| !s.0.starts_with('|')) {
+                println!("{line}");
             }
         }
         if !self.quick {

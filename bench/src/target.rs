@@ -52,6 +52,11 @@ impl Drop for Target {
     }
 }
 
+/// The run API token of a started daemon whose store token is `token`.
+pub fn api_token(token: &str) -> String {
+    format!("{token}-api")
+}
+
 /// How to start callbackd.
 pub struct Spawn<'a> {
     pub bin: &'a Path,
@@ -74,6 +79,7 @@ pub fn spawn_callbackd(s: &Spawn<'_>) -> anyhow::Result<(Target, Duration)> {
     }
     cmd.env("CALLBACKD_STORE_TOKEN", s.token)
         .env("CALLBACKD_TOOL_TOKEN", format!("{}-tools", s.token))
+        .env("CALLBACKD_API_TOKEN", api_token(s.token))
         .env_remove("CALLBACKD_CONFIG")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -4,6 +4,7 @@
 pub mod agents_list;
 pub mod append;
 pub mod replay;
+pub mod stream;
 pub mod turn;
 
 use std::future::Future;
