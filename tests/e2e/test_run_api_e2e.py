@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -324,3 +325,21 @@ def test_the_client_example_resumes_after_a_killed_connection(setup_env, tmp_pat
     assert seqs == list(range(1, len(seqs) + 1)), seqs
     assert events[-1]["type"] == "completed"
     assert "dropping the connection" in out.stderr and "1 reconnect" in out.stderr
+
+
+def test_the_readme_curl_examples(setup_env, tmp_path):
+    """The README's curl block, as written, but for the port (the test's daemon has a free one)."""
+    text = (REPO / "README.md").read_text()
+    block = text.split("<!-- run-api-curl", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    s = ApiStack(setup_env, tmp_path)
+    script = block.replace("http://127.0.0.1:7420", s.api.url)
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=s.db.parent, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr + out.stdout
+    turn = (s.db.parent / "turn.sse").read_text()
+    assert '"type":"completed"' in turn and '"type":"tool_started"' in turn
+    # `?after=3`: the stream printed after the turn and the run state starts at seq 4.
+    tail = out.stdout.split(turn, 1)[1]
+    ids = [int(i) for i in re.findall(r"^(?:.*\})?id: (\d+)$", tail, re.M)]
+    assert ids and ids[0] == 4, tail[:2000]
+    assert '"runs":[' in tail
