@@ -1,29 +1,40 @@
 //! [`FollowHub`]: wakes the streams that follow a run when the store commits an append to
-//! it. One task reads the store's append notifications and bumps a `watch` per followed run,
-//! so an append wakes only that run's followers (not every open stream). A notification the
-//! task missed (the broadcast overflowed) wakes every follower: each then re-reads the store,
-//! so a lost wake-up costs a read, never an event.
+//! it, and holds each followed run's shared [`Feed`] of frames. One task reads the store's
+//! append notifications and bumps a `watch` per followed run, so an append wakes only that
+//! run's followers (not every open stream). A notification the task missed (the broadcast
+//! overflowed) wakes every follower: each then re-reads, so a lost wake-up costs a read,
+//! never an event.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, watch};
 
+use super::feed::Feed;
 use crate::store::{EventAppended, Namespace};
 
 type Key = (Namespace, String);
 
-/// The per-run wake-ups.
-#[derive(Clone, Default)]
-pub struct FollowHub {
-    runs: Arc<Mutex<HashMap<Key, watch::Sender<u64>>>>,
+/// A followed run: its wake-ups and its shared frames.
+struct Entry {
+    tx: watch::Sender<u64>,
+    feed: Arc<Feed>,
 }
 
-/// A follower's wake-up; unregisters itself when dropped.
+type Runs = Arc<Mutex<HashMap<Key, Entry>>>;
+
+/// The followed runs.
+#[derive(Clone, Default)]
+pub struct FollowHub {
+    runs: Runs,
+}
+
+/// A follower's wake-up and its run's feed; unregisters itself when dropped.
 pub struct Follow {
     hub: FollowHub,
     key: Key,
     pub rx: watch::Receiver<u64>,
+    pub feed: Arc<Feed>,
 }
 
 impl Drop for Follow {
@@ -32,7 +43,7 @@ impl Drop for Follow {
         // Our receiver is still alive here: the entry goes when we are its last one.
         if runs
             .get(&self.key)
-            .is_some_and(|tx| tx.receiver_count() <= 1)
+            .is_some_and(|e| e.tx.receiver_count() <= 1)
         {
             runs.remove(&self.key);
         }
@@ -43,43 +54,41 @@ impl FollowHub {
     /// Starts forwarding `notices` on the current runtime.
     pub fn start(notices: broadcast::Receiver<EventAppended>) -> FollowHub {
         let hub = FollowHub::default();
-        let runs = hub.runs.clone();
-        tokio::spawn(forward(runs, notices));
+        tokio::spawn(forward(hub.runs.clone(), notices));
         hub
     }
 
-    /// Wake-ups for `run_id` from now on.
+    /// Wake-ups for `run_id` from now on, and its feed.
     pub fn follow(&self, ns: &Namespace, run_id: &str) -> Follow {
         let key = (ns.clone(), run_id.to_string());
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let rx = runs
-            .entry(key.clone())
-            .or_insert_with(|| watch::channel(0).0)
-            .subscribe();
+        let entry = runs.entry(key.clone()).or_insert_with(|| Entry {
+            tx: watch::channel(0).0,
+            feed: Arc::default(),
+        });
+        let (rx, feed) = (entry.tx.subscribe(), entry.feed.clone());
         Follow {
             hub: self.clone(),
             key,
             rx,
+            feed,
         }
     }
 }
 
-async fn forward(
-    runs: Arc<Mutex<HashMap<Key, watch::Sender<u64>>>>,
-    mut notices: broadcast::Receiver<EventAppended>,
-) {
+async fn forward(runs: Runs, mut notices: broadcast::Receiver<EventAppended>) {
     loop {
         match notices.recv().await {
             Ok(n) => {
                 let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(tx) = runs.get(&(n.ns, n.run_id)) {
-                    tx.send_replace(n.seq);
+                if let Some(e) = runs.get(&(n.ns, n.run_id)) {
+                    e.tx.send_replace(n.seq);
                 }
             }
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
-                for tx in runs.values() {
-                    tx.send_modify(|_| {});
+                for e in runs.values() {
+                    e.tx.send_modify(|_| {});
                 }
             }
             Err(broadcast::error::RecvError::Closed) => return,

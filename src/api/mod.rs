@@ -14,6 +14,7 @@ pub mod bridge;
 mod caller;
 pub mod config;
 mod events;
+mod feed;
 mod hub;
 mod live_tokens;
 mod messages;

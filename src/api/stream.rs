@@ -19,7 +19,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::time::Instant;
 
-use super::events::{event_json, Control, Durable, RunMapper, StoredEvent};
+use super::events::{event_json, Control};
+use super::feed::{FeedError, Private, RunCtx};
 use super::live_tokens::Relay;
 use super::reader::{is_terminal, Reader};
 use super::time::now_ms;
@@ -99,15 +100,15 @@ struct Out {
 
 impl Out {
     async fn frame(&mut self, frame: String) -> Result<(), Stop> {
-        match self.tx.send_timeout(Bytes::from(frame), self.slow).await {
+        self.bytes(Bytes::from(frame)).await
+    }
+
+    async fn bytes(&mut self, frame: Bytes) -> Result<(), Stop> {
+        match self.tx.send_timeout(frame, self.slow).await {
             Ok(()) => Ok(()),
             Err(_) => Err(Stop),
         }
     }
-}
-
-fn durable_frame(seq: u64, data: &str) -> String {
-    format!("id: {seq}\ndata: {data}\n\n")
 }
 
 fn control_frame(event: &Control, run_id: &str, seq: u64) -> String {
@@ -122,7 +123,6 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     let mut tokens = relay.as_ref();
     let plan = &plan;
     let store = state.store();
-    let records = state.records();
     let reader = Reader {
         store: store.as_ref(),
         ns: &plan.ns,
@@ -135,61 +135,35 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     let shutdown = state.shutdown_token();
     // Wake-ups first, then the first read: an append between the two is not missed.
     let mut follow = state.hub().follow(&plan.ns, run_id);
-    let tool_records = records
-        .tool_calls_of_run(&plan.ns, run_id)
-        .await
-        .unwrap_or_default();
-    let mut mapper = RunMapper::new(&plan.run_doc, tool_records);
-    let mut pos = 0u64;
-    // The mapper's context (step numbers, tool names, usage, the last text) comes from the
-    // events up to the position: read and mapped, not sent.
-    while pos < plan.after {
-        let events = match reader
-            .events_after(run_id, pos, PAGE.min((plan.after - pos) as usize))
-            .await
-        {
-            Ok(events) => events,
-            Err(e) => return gap(out, run_id, pos, &e.detail).await,
-        };
-        if events.is_empty() {
-            break;
-        }
-        for ev in &events {
-            if ev.seq > plan.after {
-                break;
-            }
-            mapper.map(ev);
-            pos = ev.seq;
-        }
-    }
-    let mut pos = plan.after.max(pos);
+    let ctx = RunCtx {
+        state,
+        ns: &plan.ns,
+        run_id,
+        run_doc: &plan.run_doc,
+    };
+    let mut private: Option<Private> = None;
+    let mut pos = plan.after;
     let mut up_to_date_sent = false;
     let mut run_doc_terminal = is_terminal(&plan.run_doc);
     loop {
-        // 1. Everything stored after the position.
+        // 1. Everything stored after the position (from the run's shared feed).
         loop {
-            let events = match reader.events_after(run_id, pos, PAGE).await {
-                Ok(events) => events,
-                Err(e) => return gap(out, run_id, pos, &e.detail).await,
+            let frames = match follow.feed.after(&ctx, pos, &mut private).await {
+                Ok(frames) => frames,
+                Err(FeedError::Gap { after_seq, reason }) => {
+                    return gap(out, run_id, after_seq.max(pos), &reason).await
+                }
             };
-            if events.is_empty() {
+            if frames.is_empty() {
                 break;
             }
-            for ev in events {
-                if ev.seq != pos + 1 {
-                    let reason = format!(
-                        "event {} of run {run_id} is missing from the store (the next stored one is {})",
-                        pos + 1,
-                        ev.seq
-                    );
-                    return gap(out, run_id, pos, &reason).await;
-                }
+            for frame in frames {
                 if let Some(frags) = fragments.as_mut() {
                     drain_tokens(out, frags, tokens, run_id, pos).await?;
                 }
-                let ended = send_durable(state, plan, &mut mapper, &ev, out).await?;
-                pos = ev.seq;
-                if ended {
+                out.bytes(frame.bytes).await?;
+                pos = frame.seq;
+                if frame.terminal {
                     return Ok(());
                 }
             }
@@ -303,44 +277,6 @@ async fn send_token(
         delta,
     };
     out.frame(control_frame(&token, run_id, pos)).await
-}
-
-/// Sends one durable event; `true` when it ended the run's stream.
-async fn send_durable(
-    state: &ApiState,
-    plan: &StreamPlan,
-    mapper: &mut RunMapper,
-    ev: &StoredEvent,
-    out: &mut Out,
-) -> Result<bool, Stop> {
-    let is_tool_end = ev.payload.pointer("/message/type").and_then(Value::as_str)
-        == Some("tool_call")
-        && ev
-            .payload
-            .pointer("/message/status")
-            .and_then(Value::as_str)
-            != Some("running");
-    if is_tool_end {
-        if let Ok(records) = state
-            .records()
-            .tool_calls_of_run(&plan.ns, &plan.run_id)
-            .await
-        {
-            mapper.set_records(records);
-        }
-    }
-    let mut event = mapper.map(ev);
-    if let Durable::MessageSnapshot { delta, .. } = &mut event {
-        let sealed = state.live_tokens().seal(&plan.ns, &plan.run_id, ev.seq);
-        *delta = state
-            .records()
-            .snapshot_delta(&plan.ns, &plan.run_id, ev.seq, sealed)
-            .await
-            .unwrap_or(sealed.unwrap_or(0));
-    }
-    let data = event_json(&event, ev.seq, &plan.run_id, ev.created_at_ms);
-    out.frame(durable_frame(ev.seq, &data)).await?;
-    Ok(event.is_terminal())
 }
 
 async fn gap(out: &mut Out, run_id: &str, pos: u64, reason: &str) -> Result<(), Stop> {

@@ -1,0 +1,247 @@
+//! [`Feed`]: the frames of one followed run, built once and shared by all its streams.
+//!
+//! Durable frames are a pure function of the run's stored events (and callbackd's records
+//! beside them), so one stream's frame for seq N is every stream's. The feed keeps the last
+//! [`WINDOW`] frames and the mapper state after them; a stream at or inside the window takes
+//! its frames from there, and the first one past the window's end reads the next page from
+//! the store for everybody. With N followers of a live run, an append costs one store read
+//! and one mapping instead of N of each. A stream behind the window (a replay from far back)
+//! reads and maps on its own ([`Private`]) until it reaches the window.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::events::{event_json, Durable, RunMapper, StoredEvent};
+use super::reader::Reader;
+use super::ApiState;
+use crate::store::Namespace;
+
+/// Frames kept per followed run.
+pub const WINDOW: usize = 1024;
+/// Events read per store call.
+pub const PAGE: usize = 256;
+
+/// One durable event's SSE frame.
+#[derive(Clone)]
+pub struct Frame {
+    pub seq: u64,
+    pub bytes: Bytes,
+    /// `completed` or `error`: the run's stream ends after it.
+    pub terminal: bool,
+}
+
+/// Why frames could not be made.
+pub enum FeedError {
+    /// A stored event is missing or unreadable: the stream sends `stream_gap`.
+    Gap { after_seq: u64, reason: String },
+}
+
+#[derive(Default)]
+struct FeedState {
+    /// The mapper after `next`; `None` until a stream hands one over.
+    mapper: Option<RunMapper>,
+    /// The last seq mapped.
+    next: u64,
+    recent: VecDeque<Frame>,
+}
+
+/// The shared frames of one run (in the follow hub's entry for it).
+#[derive(Default)]
+pub struct Feed {
+    state: tokio::sync::Mutex<FeedState>,
+}
+
+/// What a run's stream needs to make frames itself.
+pub struct Private {
+    pub mapper: RunMapper,
+    /// The seq `mapper` has mapped up to.
+    pub at: u64,
+}
+
+/// The context every frame of a run is made in.
+pub struct RunCtx<'a> {
+    pub state: &'a ApiState,
+    pub ns: &'a Namespace,
+    pub run_id: &'a str,
+    pub run_doc: &'a Value,
+}
+
+impl RunCtx<'_> {
+    fn reader(&self) -> Reader<'_> {
+        Reader {
+            store: self.state.store().as_ref(),
+            ns: self.ns,
+        }
+    }
+
+    /// The frame of stored event `ev`, mapped by `mapper` (which must be at `ev.seq - 1`).
+    pub async fn frame(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Frame {
+        let message = ev.payload.get("message");
+        let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
+        let status = message
+            .and_then(|m| m.get("status"))
+            .and_then(Value::as_str);
+        if kind == Some("tool_call") && status != Some("running") {
+            // How a call ended is in callbackd's record, final before the bridge stores it.
+            if let Ok(records) = self
+                .state
+                .records()
+                .tool_calls_of_run(self.ns, self.run_id)
+                .await
+            {
+                mapper.set_records(records);
+            }
+        }
+        let mut event = mapper.map(ev);
+        if let Durable::MessageSnapshot { delta, .. } = &mut event {
+            let sealed = self.state.live_tokens().seal(self.ns, self.run_id, ev.seq);
+            *delta = self
+                .state
+                .records()
+                .snapshot_delta(self.ns, self.run_id, ev.seq, sealed)
+                .await
+                .unwrap_or(sealed.unwrap_or(0));
+        }
+        let data = event_json(&event, ev.seq, self.run_id, ev.created_at_ms);
+        Frame {
+            seq: ev.seq,
+            bytes: Bytes::from(format!("id: {}\ndata: {data}\n\n", ev.seq)),
+            terminal: event.is_terminal(),
+        }
+    }
+
+    /// The next page of stored events after `pos`, checked for holes.
+    async fn page(&self, pos: u64) -> Result<Vec<StoredEvent>, FeedError> {
+        let events = self
+            .reader()
+            .events_after(self.run_id, pos, PAGE)
+            .await
+            .map_err(|e| FeedError::Gap {
+                after_seq: pos,
+                reason: e.detail,
+            })?;
+        // Up to the first hole; the hole itself only once nothing before it is left.
+        let mut events = events;
+        let good = (pos + 1..)
+            .zip(events.iter())
+            .take_while(|(expect, ev)| ev.seq == *expect)
+            .count();
+        if good == 0 {
+            if let Some(ev) = events.first() {
+                return Err(FeedError::Gap {
+                    after_seq: pos,
+                    reason: format!(
+                        "event {} of run {} is missing from the store (the next stored one is {})",
+                        pos + 1,
+                        self.run_id,
+                        ev.seq
+                    ),
+                });
+            }
+        }
+        events.truncate(good);
+        Ok(events)
+    }
+
+    /// A fresh mapper at `pos`: the run's events up to it, mapped and not sent.
+    pub async fn mapper_at(&self, pos: u64) -> Result<Private, FeedError> {
+        let records = self
+            .state
+            .records()
+            .tool_calls_of_run(self.ns, self.run_id)
+            .await
+            .unwrap_or_default();
+        let mut private = Private {
+            mapper: RunMapper::new(self.run_doc, records),
+            at: 0,
+        };
+        while private.at < pos {
+            let events = self.page(private.at).await?;
+            if events.is_empty() {
+                break;
+            }
+            for ev in events.iter().take_while(|ev| ev.seq <= pos) {
+                private.mapper.map(ev);
+                private.at = ev.seq;
+            }
+        }
+        // A position past the last event: nothing to map up to it.
+        private.at = pos;
+        Ok(private)
+    }
+}
+
+impl Feed {
+    /// The frames after `pos` (at most a page more than the window holds); empty when there
+    /// is nothing new. `private` is the stream's own mapper, used (and kept at `pos`) when
+    /// the window does not cover `pos`.
+    pub async fn after(
+        &self,
+        ctx: &RunCtx<'_>,
+        pos: u64,
+        private: &mut Option<Private>,
+    ) -> Result<Vec<Frame>, FeedError> {
+        let mut st = self.state.lock().await;
+        let covered = st.mapper.is_some()
+            && st.next >= pos
+            && st
+                .recent
+                .front()
+                .map_or(st.next == pos, |f| f.seq <= pos + 1);
+        if !covered {
+            if st.mapper.is_some() && st.next > pos {
+                // The feed is ahead, past its window: replay on our own.
+                drop(st);
+                return Self::private_page(ctx, pos, private).await;
+            }
+            // The feed is behind us or new: it continues from our position and context.
+            let own = match private.take() {
+                Some(p) if p.at == pos => p,
+                _ => ctx.mapper_at(pos).await?,
+            };
+            st.mapper = Some(own.mapper);
+            st.next = pos;
+            st.recent.clear();
+        }
+        if st.next == pos {
+            let events = ctx.page(st.next).await?;
+            let FeedState {
+                mapper,
+                next,
+                recent,
+            } = &mut *st;
+            let mapper = mapper.as_mut().expect("set above");
+            for ev in &events {
+                let frame = ctx.frame(mapper, ev).await;
+                *next = ev.seq;
+                recent.push_back(frame);
+                if recent.len() > WINDOW {
+                    recent.pop_front();
+                }
+            }
+        }
+        Ok(st.recent.iter().filter(|f| f.seq > pos).cloned().collect())
+    }
+
+    /// One page after `pos` made with the stream's own mapper.
+    async fn private_page(
+        ctx: &RunCtx<'_>,
+        pos: u64,
+        private: &mut Option<Private>,
+    ) -> Result<Vec<Frame>, FeedError> {
+        let mut own = match private.take() {
+            Some(p) if p.at == pos => p,
+            _ => ctx.mapper_at(pos).await?,
+        };
+        let events = ctx.page(pos).await?;
+        let mut frames = Vec::with_capacity(events.len());
+        for ev in &events {
+            frames.push(ctx.frame(&mut own.mapper, ev).await);
+            own.at = ev.seq;
+        }
+        *private = Some(own);
+        Ok(frames)
+    }
+}
