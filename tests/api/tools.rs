@@ -389,10 +389,13 @@ async fn arguments_that_break_the_schema_are_an_error_result_the_model_can_act_o
         "{missing}"
     );
     assert!(
-        wrong.contains("args.city: expected string, got number 5"),
+        wrong.contains("/city: expected string, got number 5 (type)"),
         "{wrong}"
     );
-    assert!(wrong.contains("args.days: must be at least 1"), "{wrong}");
+    assert!(
+        wrong.contains("/days: must be at least 1; got 0 (minimum)"),
+        "{wrong}"
+    );
     assert!(wrong.contains("unexpected property \"x\""), "{wrong}");
     assert!(calls.lock().unwrap().is_empty(), "the tool never ran");
 }
@@ -452,7 +455,7 @@ async fn a_result_that_breaks_the_output_schema_is_an_error_result() {
     let text = error_text(&call(&app, "bad", json!({})).await);
 
     assert!(text.contains("does not match its output schema"), "{text}");
-    assert!(text.contains("result.tempC: expected number"), "{text}");
+    assert!(text.contains("/tempC: expected number"), "{text}");
 }
 
 // ---- built-ins ----
@@ -505,7 +508,7 @@ async fn memory_explains_what_an_action_is_missing() {
 
     assert!(no_value.contains("needs a \"value\""), "{no_value}");
     assert!(
-        bad_action.contains("args.action: must be one of"),
+        bad_action.contains("/action: must be one of"),
         "{bad_action}"
     );
 }
