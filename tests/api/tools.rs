@@ -910,3 +910,43 @@ async fn the_tool_service_needs_the_tool_token() {
         assert_eq!(resp.code(), "unauthenticated");
     }
 }
+
+#[test]
+fn a_schema_with_an_unsupported_keyword_behind_a_ref_stops_the_daemon_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("callbackd.toml");
+    // The keyword sits in a member no keyword describes; only the $ref makes it a schema.
+    std::fs::write(
+        &config,
+        r##"
+[[tools.command]]
+name = "lister"
+argv = ["ls"]
+input_schema = '{"type": "object", "x-shared": {"dir": {"type": "array", "contains": {"const": "/"}}}, "properties": {"dirs": {"$ref": "#/x-shared/dir"}}}'
+"##,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--db")
+        .arg(dir.path().join("db.sqlite"))
+        .env("CALLBACKD_STORE_TOKEN", "t-store")
+        .env("CALLBACKD_TOOL_TOKEN", "t-tool")
+        .env("CALLBACKD_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run callbackd");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the daemon must not start: {stderr}");
+    assert!(
+        stderr.contains("\"#/x-shared/dir/contains\"") && stderr.contains("lister"),
+        "names the tool and the keyword's pointer: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("not supported").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(!stderr.contains("callbackd ready"), "{stderr}");
+}
