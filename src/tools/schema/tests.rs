@@ -364,3 +364,27 @@ fn draft_4_tuples_and_their_additional_items() {
         "(root): must have at most 1 items; has 2 (additionalItems)"
     );
 }
+
+#[test]
+fn the_deepest_arguments_json_can_carry_are_checked_within_a_small_stack() {
+    // serde_json stops parsing at 128 levels; a recursive schema that goes through anyOf at
+    // every level is the deepest walk a call can cause. Checked on a 1 MiB stack (tokio's
+    // workers have 2 MiB) in whatever profile the tests are built in.
+    let schema = Schema::compile(json!({
+        "$defs": {"n": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/n"}}, {"type": "integer"}]}},
+        "$ref": "#/$defs/n"
+    }))
+    .unwrap();
+    let text = format!("{}1{}", "[".repeat(126), "]".repeat(126));
+    let deep: Value = serde_json::from_str(&text).unwrap();
+    let bad: Value = serde_json::from_str(&text.replace('1', "\"x\"")).unwrap();
+    let (ok, err) = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || (schema.validate(&deep), schema.validate(&bad)))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(ok.is_ok(), "{ok:?}");
+    let err = err.unwrap_err().to_string();
+    assert!(err.contains("anyOf"), "{err}");
+}
