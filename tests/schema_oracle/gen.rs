@@ -120,6 +120,9 @@ fn number(text: &str) -> Value {
 
 pub struct Gen {
     pub rng: Rng,
+    /// This document is draft 7 (tuples as `items` lists with `additionalItems`, `definitions`,
+    /// no `prefixItems` or `dependentRequired`), judged by the oracle's Draft7Validator.
+    pub draft7: bool,
     defs: Map<String, Value>,
     vendor: Map<String, Value>,
 }
@@ -128,6 +131,7 @@ impl Gen {
     pub fn new(seed: u64) -> Gen {
         Gen {
             rng: Rng::new(seed),
+            draft7: false,
             defs: Map::new(),
             vendor: Map::new(),
         }
@@ -137,6 +141,7 @@ impl Gen {
     pub fn document(&mut self) -> Value {
         self.defs.clear();
         self.vendor.clear();
+        self.draft7 = self.rng.chance(0.25);
         let mut root = self.schema(0);
         if !self.defs.is_empty() || !self.vendor.is_empty() {
             let mut obj = match root {
@@ -148,10 +153,8 @@ impl Gen {
                 }
             };
             if !self.defs.is_empty() {
-                obj.insert(
-                    "$defs".into(),
-                    Value::Object(std::mem::take(&mut self.defs)),
-                );
+                let defs = Value::Object(std::mem::take(&mut self.defs));
+                obj.insert(self.defs_keyword().into(), defs);
             }
             if !self.vendor.is_empty() {
                 // A place no keyword describes: only a `$ref` makes it a schema.
@@ -163,6 +166,14 @@ impl Gen {
             root = Value::Object(obj);
         }
         root
+    }
+
+    fn defs_keyword(&self) -> &'static str {
+        if self.draft7 {
+            "definitions"
+        } else {
+            "$defs"
+        }
     }
 
     fn schema(&mut self, depth: usize) -> Value {
@@ -291,7 +302,7 @@ impl Gen {
                 m.insert(kw.into(), json!(self.rng.below(3)));
             }
         }
-        if self.rng.chance(0.1) {
+        if !self.draft7 && self.rng.chance(0.1) {
             let a = self.rng.word(NAMES);
             let b = self.rng.word(NAMES);
             m.insert("dependentRequired".into(), json!({ a: [b] }));
@@ -307,9 +318,17 @@ impl Gen {
         if self.rng.chance(0.3) {
             let n = 1 + self.rng.below(2);
             let prefix: Vec<Value> = (0..n).map(|_| self.schema(depth + 1)).collect();
-            m.insert("prefixItems".into(), json!(prefix));
+            if self.draft7 {
+                m.insert("items".into(), json!(prefix));
+                if self.rng.chance(0.6) {
+                    let rest = self.schema(depth + 1);
+                    m.insert("additionalItems".into(), rest);
+                }
+            } else {
+                m.insert("prefixItems".into(), json!(prefix));
+            }
         }
-        if self.rng.chance(0.6) {
+        if !m.contains_key("items") && self.rng.chance(0.6) {
             let s = if self.rng.chance(0.05) {
                 json!({"$ref": "#"})
             } else {
@@ -361,13 +380,13 @@ impl Gen {
         }
     }
 
-    /// A reference to a schema kept in `$defs` (or in an unknown member), made complete
+    /// A reference to a schema kept in `$defs`/`definitions` (or in an unknown member), made complete
     /// before anything can refer to it, so references never form a cycle.
     fn reference(&mut self, depth: usize) -> Value {
         if !self.defs.is_empty() && self.rng.chance(0.3) {
             let i = self.rng.below(self.defs.len());
             let name = self.defs.keys().nth(i).cloned().unwrap_or_default();
-            return json!({"$ref": format!("#/$defs/{name}")});
+            return json!({"$ref": format!("#/{}/{name}", self.defs_keyword())});
         }
         let target = self.schema(depth + 1);
         if self.rng.chance(0.3) {
@@ -377,7 +396,7 @@ impl Gen {
         } else {
             let name = format!("d{}", self.defs.len());
             self.defs.insert(name.clone(), target);
-            json!({"$ref": format!("#/$defs/{name}")})
+            json!({"$ref": format!("#/{}/{name}", self.defs_keyword())})
         }
     }
 
@@ -465,6 +484,7 @@ impl Gen {
                 if has(&[
                     "items",
                     "prefixItems",
+                    "additionalItems",
                     "minItems",
                     "maxItems",
                     "uniqueItems",
@@ -530,12 +550,12 @@ impl Gen {
             (_, Some(n)) if self.rng.chance(0.4) => n + self.rng.below(2),
             _ => self.rng.below(4),
         };
-        let prefix = s
-            .get("prefixItems")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let rest = s.get("items").cloned().unwrap_or(Value::Bool(true));
+        let (prefix, rest) = match (s.get("prefixItems"), s.get("items")) {
+            (Some(Value::Array(p)), rest) => (p.clone(), rest.cloned()),
+            (_, Some(Value::Array(p))) => (p.clone(), s.get("additionalItems").cloned()),
+            (_, rest) => (Vec::new(), rest.cloned()),
+        };
+        let rest = rest.unwrap_or(Value::Bool(true));
         let mut out: Vec<Value> = (0..len)
             .map(|i| {
                 let sub = prefix.get(i).cloned().unwrap_or_else(|| rest.clone());

@@ -69,11 +69,11 @@ fn ours(schema: &Schema, instance: &Value) -> bool {
     valid
 }
 
-fn disagrees(oracle: &mut Oracle, schema: &Value, instance: &Value) -> bool {
+fn disagrees(oracle: &mut Oracle, draft7: bool, schema: &Value, instance: &Value) -> bool {
     let Ok(compiled) = Schema::compile(schema.clone()) else {
         return false;
     };
-    match oracle.judge(schema, std::slice::from_ref(instance)) {
+    match oracle.judge(schema, draft7, std::slice::from_ref(instance)) {
         Ok(v) => v[0] != ours(&compiled, instance),
         Err(_) => false,
     }
@@ -116,25 +116,27 @@ fn the_validator_agrees_with_the_jsonschema_oracle() {
             .map(|_| gen.instance(&schema, &schema, 0))
             .collect();
         let theirs = oracle
-            .judge(&schema, &instances)
+            .judge(&schema, gen.draft7, &instances)
             .unwrap_or_else(|e| panic!("the oracle could not judge {schema}: {e}"));
         for (instance, theirs) in instances.iter().zip(theirs) {
             judged += 1;
             let mine = ours(&compiled, instance);
             valid += usize::from(mine);
             if mine != theirs {
+                let draft7 = gen.draft7;
                 let (s, i) = shrink::shrink(schema.clone(), instance.clone(), 5000, |s, i| {
-                    disagrees(&mut oracle, s, i)
+                    disagrees(&mut oracle, draft7, s, i)
                 });
                 // The shrunk pair still disagrees, so the oracle's verdict is the other one.
                 let mine = Schema::compile(s.clone()).is_ok_and(|c| ours(&c, &i));
                 found.push(format!(
-                    "callbackd says valid={mine}, jsonschema says valid={}\n  schema:   {}\n  \
-                     instance: {}\n  corpus entry: {}",
+                    "callbackd says valid={mine}, jsonschema (draft {}) says valid={}\n  \
+                     schema:   {}\n  instance: {}\n  corpus entry: {}",
+                    if draft7 { "7" } else { "2020-12" },
                     !mine,
                     ascii(&s),
                     ascii(&i),
-                    ascii(&json!({"note": "", "schema": s, "instance": i, "valid": !mine}))
+                    ascii(&json!({"note": "", "draft7": draft7, "schema": s, "instance": i, "valid": !mine}))
                 ));
                 break;
             }
@@ -174,7 +176,8 @@ fn every_disagreement_found_so_far_stays_fixed() {
             case["note"]
         );
         if let Some(o) = oracle.as_mut() {
-            let theirs = o.judge(schema, std::slice::from_ref(instance));
+            let draft7 = case["draft7"].as_bool().unwrap_or(false);
+            let theirs = o.judge(schema, draft7, std::slice::from_ref(instance));
             assert_eq!(theirs, Ok(vec![want]), "the oracle on {}", case["note"]);
         }
     }

@@ -1,12 +1,15 @@
 """The independent side of the differential test of callbackd's schema validator.
 
-Reads one JSON request per line on stdin, {"schema": S, "instances": [I, ...]}, and answers
+Reads one JSON request per line on stdin, {"schema": S, "draft": "2020-12" | "7",
+"instances": [I, ...]}, and answers
 one line per request on stdout: {"valid": [bool, ...]}, or {"error": "..."} when the oracle
 cannot judge (for instance S is not a valid draft 2020-12 schema). The first line it writes
 is {"ready": "<jsonschema version>"}; if the package is missing it writes {"missing": "..."}
 and exits 3, so the Rust side can say so instead of guessing.
 
-The oracle is the `jsonschema` package's Draft202012Validator, with three settings that make
+The oracle is the `jsonschema` package's Draft202012Validator (Draft7Validator for the draft 7
+spellings callbackd also reads: `items` as a list with `additionalItems`, `definitions`),
+with settings that make
 it judge JSON as JSON Schema means it rather than as Python sees it:
 - numbers are read as exact decimals (json.loads(parse_float=Decimal), with a context wide
   enough that `%` never rounds), so `multipleOf` and the bounds are decided on the number as
@@ -93,18 +96,25 @@ def pattern(validator, patrn, instance, schema):
         yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
 
-Base = validators.Draft202012Validator
-Oracle = validators.extend(
-    Base,
-    validators={"pattern": pattern},
-    type_checker=Base.TYPE_CHECKER.redefine("integer", is_integer),
-)
+def oracle(base):
+    return base, validators.extend(
+        base,
+        validators={"pattern": pattern},
+        type_checker=base.TYPE_CHECKER.redefine("integer", is_integer),
+    )
+
+
+ORACLES = {
+    "2020-12": oracle(validators.Draft202012Validator),
+    "7": oracle(validators.Draft7Validator),
+}
 
 
 def judge(request):
     schema = request["schema"]
-    Base.check_schema(schema)
-    v = Oracle(schema)
+    base, cls = ORACLES[request.get("draft", "2020-12")]
+    base.check_schema(schema)
+    v = cls(schema)
     return [v.is_valid(i) for i in request["instances"]]
 
 

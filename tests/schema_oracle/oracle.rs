@@ -78,9 +78,16 @@ impl Oracle {
         })
     }
 
-    /// The oracle's verdict on each instance, or why it could not judge.
-    pub fn judge(&mut self, schema: &Value, instances: &[Value]) -> Result<Vec<bool>, String> {
-        let request = json!({"schema": schema, "instances": instances});
+    /// The oracle's verdict on each instance (under draft 7 rather than 2020-12 if
+    /// `draft7`), or why it could not judge.
+    pub fn judge(
+        &mut self,
+        schema: &Value,
+        draft7: bool,
+        instances: &[Value],
+    ) -> Result<Vec<bool>, String> {
+        let draft = if draft7 { "7" } else { "2020-12" };
+        let request = json!({"schema": schema, "draft": draft, "instances": instances});
         writeln!(self.stdin, "{request}").map_err(|e| format!("oracle gone: {e}"))?;
         self.stdin
             .flush()

@@ -43,7 +43,7 @@ pub fn candidates(v: &Value) -> Vec<Value> {
         }
         _ => {}
     }
-    for plain in [json!(true), json!({}), json!(0), json!(null)] {
+    for plain in [json!(true), json!(false), json!({}), json!(0), json!(null)] {
         if *v != plain && !matches!(v, Value::Null | Value::Bool(_)) {
             out.push(plain);
         }
