@@ -15,6 +15,7 @@
 //! as integers, and an integer against a float through the float's integral part.
 
 use std::cmp::Ordering;
+use std::io::Write;
 
 use serde_json::Number;
 
@@ -104,13 +105,29 @@ impl Decimal {
         match n {
             Num::Int(i) => Some(Decimal::from_parts(i.unsigned_abs(), 0)),
             Num::Float(f) if f.is_finite() => {
-                // Shortest round-trip digits, as `d.ddde±x`.
-                let text = format!("{:e}", f.abs());
+                // Shortest round-trip digits, as `d.ddde±x` (at most 17 digits and a 4-digit
+                // exponent), written on the stack: this runs for every checked float.
+                let mut buf = [0u8; 40];
+                let mut w = &mut buf[..];
+                write!(w, "{:e}", f.abs()).ok()?;
+                let len = 40 - w.len();
+                let text = std::str::from_utf8(&buf[..len]).ok()?;
                 let (mantissa, exp) = text.split_once('e')?;
                 let exp: i32 = exp.parse().ok()?;
-                let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-                let digits: u128 = format!("{int}{frac}").parse().ok()?;
-                Some(Decimal::from_parts(digits, exp - frac.len() as i32))
+                let mut digits: u128 = 0;
+                let mut fraction_digits = 0i32;
+                let mut after_point = false;
+                for b in mantissa.bytes() {
+                    match b {
+                        b'.' => after_point = true,
+                        b'0'..=b'9' => {
+                            digits = digits * 10 + u128::from(b - b'0');
+                            fraction_digits += i32::from(after_point);
+                        }
+                        _ => return None,
+                    }
+                }
+                Some(Decimal::from_parts(digits, exp - fraction_digits))
             }
             Num::Float(_) => None,
         }
