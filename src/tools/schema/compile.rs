@@ -306,7 +306,7 @@ impl Compiler<'_> {
                     let d = n.and_then(Decimal::of).filter(|d| !d.is_zero());
                     match (n, d) {
                         (Some(n), Some(d)) if n.cmp(Num::Int(0)).is_some_and(|o| o.is_gt()) => {
-                            number.multiple_of = Some((d, n, value.to_string()));
+                            number.multiple_of = Some((d, value.to_string()));
                         }
                         _ => return Err(schema_err(&here, "must be a number greater than 0")),
                     }

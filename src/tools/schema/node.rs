@@ -131,7 +131,7 @@ pub(super) struct NumberKeywords {
     pub minimum: Vec<Bound>,
     pub maximum: Vec<Bound>,
     /// The divisor with the number as written, for messages.
-    pub multiple_of: Option<(Decimal, Num, String)>,
+    pub multiple_of: Option<(Decimal, String)>,
 }
 
 /// `minimum`, `exclusiveMinimum`, … with the number as written, for messages.

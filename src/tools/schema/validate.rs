@@ -476,7 +476,7 @@ fn check_number(k: &NumberKeywords, x: Num, inst: &Value, path: &Path<'_>, sink:
             });
         }
     }
-    if let Some((divisor, _, text)) = &k.multiple_of {
+    if let Some((divisor, text)) = &k.multiple_of {
         if !x.is_multiple_of(divisor) {
             sink.report(path, "multipleOf", || {
                 format!("{inst} is not a multiple of {text}")
