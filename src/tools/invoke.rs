@@ -46,7 +46,7 @@ pub async fn invoke(tool: &RegisteredTool, args: Value, call: Call) -> Result<Va
     let ms = budget.as_millis() as u64;
     let deadline = Instant::now() + budget;
 
-    if let Err(violations) = tool.input.validate(&args, "args") {
+    if let Err(violations) = tool.input.validate(&args) {
         return Err(ToolError::InvalidArgs(format!(
             "invalid arguments for tool {name:?}: {violations}. Fix the arguments and call \
              the tool again."
@@ -139,7 +139,5 @@ fn check_output(
         }
         other => other,
     };
-    schema
-        .validate(checked, "result")
-        .map_err(|v| invalid(v.to_string()))
+    schema.validate(checked).map_err(|v| invalid(v.to_string()))
 }

@@ -17,7 +17,6 @@
 pub mod builtin;
 pub mod command;
 pub mod invoke;
-mod pattern;
 pub mod registry;
 pub mod schema;
 

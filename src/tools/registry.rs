@@ -43,11 +43,13 @@ pub enum RegistryError {
     Duplicate(String),
     #[error("invalid tool name {0:?}: use 1 to 64 of the characters A-Z a-z 0-9 _ -")]
     InvalidName(String),
-    #[error("tool {tool:?}: invalid {which} schema {source}")]
+    /// The schema's own error is part of the message, not a `source`: an `{:#}` chain would
+    /// print the keyword's pointer and reason twice.
+    #[error("tool {tool:?}: invalid {which} schema {error}")]
     Schema {
         tool: String,
         which: &'static str,
-        source: SchemaError,
+        error: SchemaError,
     },
     #[error("tool {tool:?}: {reason}")]
     Invalid { tool: String, reason: String },
@@ -198,10 +200,10 @@ impl ToolRegistry {
                 })
             }
         }
-        let schema_err = |which, source| RegistryError::Schema {
+        let schema_err = |which, error| RegistryError::Schema {
             tool: name.clone(),
             which,
-            source,
+            error,
         };
         let input = Schema::compile(input_value).map_err(|e| schema_err("input", e))?;
         let output = tool

@@ -389,10 +389,13 @@ async fn arguments_that_break_the_schema_are_an_error_result_the_model_can_act_o
         "{missing}"
     );
     assert!(
-        wrong.contains("args.city: expected string, got number 5"),
+        wrong.contains("/city: expected string, got number 5 (type)"),
         "{wrong}"
     );
-    assert!(wrong.contains("args.days: must be at least 1"), "{wrong}");
+    assert!(
+        wrong.contains("/days: must be at least 1; got 0 (minimum)"),
+        "{wrong}"
+    );
     assert!(wrong.contains("unexpected property \"x\""), "{wrong}");
     assert!(calls.lock().unwrap().is_empty(), "the tool never ran");
 }
@@ -452,7 +455,7 @@ async fn a_result_that_breaks_the_output_schema_is_an_error_result() {
     let text = error_text(&call(&app, "bad", json!({})).await);
 
     assert!(text.contains("does not match its output schema"), "{text}");
-    assert!(text.contains("result.tempC: expected number"), "{text}");
+    assert!(text.contains("/tempC: expected number"), "{text}");
 }
 
 // ---- built-ins ----
@@ -505,7 +508,7 @@ async fn memory_explains_what_an_action_is_missing() {
 
     assert!(no_value.contains("needs a \"value\""), "{no_value}");
     assert!(
-        bad_action.contains("args.action: must be one of"),
+        bad_action.contains("/action: must be one of"),
         "{bad_action}"
     );
 }
@@ -906,4 +909,44 @@ async fn the_tool_service_needs_the_tool_token() {
         assert_eq!(resp.status, 401, "{headers:?}");
         assert_eq!(resp.code(), "unauthenticated");
     }
+}
+
+#[test]
+fn a_schema_with_an_unsupported_keyword_behind_a_ref_stops_the_daemon_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("callbackd.toml");
+    // The keyword sits in a member no keyword describes; only the $ref makes it a schema.
+    std::fs::write(
+        &config,
+        r##"
+[[tools.command]]
+name = "lister"
+argv = ["ls"]
+input_schema = '{"type": "object", "x-shared": {"dir": {"type": "array", "contains": {"const": "/"}}}, "properties": {"dirs": {"$ref": "#/x-shared/dir"}}}'
+"##,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .arg("--db")
+        .arg(dir.path().join("db.sqlite"))
+        .env("CALLBACKD_STORE_TOKEN", "t-store")
+        .env("CALLBACKD_TOOL_TOKEN", "t-tool")
+        .env("CALLBACKD_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run callbackd");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the daemon must not start: {stderr}");
+    assert!(
+        stderr.contains("\"#/x-shared/dir/contains\"") && stderr.contains("lister"),
+        "names the tool and the keyword's pointer: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("not supported").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(!stderr.contains("callbackd ready"), "{stderr}");
 }

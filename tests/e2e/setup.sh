@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares everything the end-to-end tests need, under one directory that is never committed:
 #   E2E_DIR/venv/          Python venv with cursor-sdk==1.1.0 (the real bridge ships inside the
-#                          wheel at <site-packages>/cursor_sdk/_vendor/bridge) and pytest
+#                          wheel at <site-packages>/cursor_sdk/_vendor/bridge), pytest and
+#                          jsonschema (the schema oracle)
 #   E2E_DIR/fbcache/       what the fake backend needs (FAKEBACKEND_CACHE):
 #     sdkcopy/             a copy of the bridge's bundled @cursor/sdk ESM build whose index.js also
 #                          exports the webpack module loader, so the fake backend can use the SDK's
@@ -29,7 +30,9 @@ E2E="$(cd "$E2E" && pwd -P)"
 VENV="$E2E/venv"
 CACHE="$E2E/fbcache"
 STAMP="$VENV/.callbackd-e2e-installed"
-WANT="cursor-sdk==$SDK_VERSION pytest"
+# jsonschema: the oracle of the differential schema test (tests/schema_oracle), pinned so a
+# new release cannot change a verdict under CI.
+WANT="cursor-sdk==$SDK_VERSION pytest jsonschema==4.26.0"
 
 site_packages() {  # the venv's site-packages, without starting python
   local d

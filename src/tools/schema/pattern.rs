@@ -7,6 +7,7 @@
 //!   ECMA-262 (rewritten here into explicit classes); `\b` is an ASCII word boundary;
 //! - no backreferences, lookaround or Unicode case folding (`(?i)` on non-ASCII letters):
 //!   such a pattern fails when the tool is registered, naming the pattern;
+//! - `.` matches anything but a line terminator (`\n`, `\r`, U+2028, U+2029), as in ECMA-262;
 //! - patterns are compiled once, at registration, with a size bound.
 
 use regex_automata::dfa::{dense, regex::Regex};
@@ -101,6 +102,9 @@ fn translate(src: &str) -> Result<String, String> {
                 }
             }
             '[' => out.push_str(r"\["), // ECMA: a literal inside brackets; regex-syntax: nesting
+            // ECMA-262's `.` (without the `s` flag) stops at every line terminator, not only
+            // at `\n` as regex-syntax's does.
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
             ']' if in_class => {
                 in_class = false;
                 out.push(c);
@@ -135,6 +139,13 @@ mod tests {
         assert!(!p.is_match("a b@example.org"));
         let p = Pattern::new("^é+$").unwrap();
         assert!(p.is_match("éé"));
+        let p = Pattern::new("^a.c$").unwrap();
+        assert!(p.is_match("abc"));
+        for terminator in ["a\nc", "a\rc", "a\u{2028}c", "a\u{2029}c"] {
+            assert!(!p.is_match(terminator), "{terminator:?}");
+        }
+        assert!(Pattern::new("^[.]$").unwrap().is_match("."));
+        assert!(!Pattern::new("^[.]$").unwrap().is_match("x"));
         let p = Pattern::new(r"\bcat\b").unwrap();
         assert!(p.is_match("a cat sat"));
         assert!(!p.is_match("concatenate"));
