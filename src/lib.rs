@@ -16,6 +16,7 @@
 //! - [`tools`]: custom tools: the [`Tool`] plugin trait, the registry, command tools from
 //!   TOML, the built-in `echo` and `memory`, and the bounds every call runs under.
 //! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
+//! - [`metrics`]: `GET /metrics` (Prometheus), fed by the RPCs and the store.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
 pub mod api;
@@ -26,6 +27,7 @@ pub mod cli;
 pub mod config;
 pub mod connect;
 pub mod health;
+pub mod metrics;
 pub mod rpc;
 pub mod secret;
 pub mod server;

@@ -6,6 +6,7 @@ mod helpers;
 mod connect_errors;
 mod crash;
 mod decode_props;
+mod metrics;
 mod run_api;
 mod sse;
 mod store_agents;

@@ -10,6 +10,7 @@ mod agents;
 mod cascade;
 pub mod check;
 mod checkpoints;
+pub mod files;
 pub mod migrate;
 mod records;
 mod run_events;
