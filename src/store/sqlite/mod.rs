@@ -10,6 +10,8 @@ mod agents;
 mod cascade;
 pub mod check;
 mod checkpoints;
+pub mod copy;
+pub mod dump;
 pub mod files;
 pub mod migrate;
 mod records;
