@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod backup;
 mod connect_errors;
 mod crash;
 mod decode_props;
@@ -16,3 +17,4 @@ mod store_fidelity;
 mod store_run_events;
 mod store_runs;
 mod tools;
+mod transfer;
