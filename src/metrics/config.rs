@@ -1,8 +1,8 @@
 //! `[metrics]`: the optional bearer token of `GET /metrics`.
 //!
 //! The token is its own: a Prometheus server that scrapes the daemon should not hold a
-//! token that can read or write agent state, so the bridge's store and tool tokens are
-//! refused as the metrics token (and so never accepted on `/metrics`). With no token set,
+//! token that can read or write agent state, so the bridge's store and tool tokens and the
+//! run API's tokens are refused as the metrics token (and so never accepted on `/metrics`). With no token set,
 //! `/metrics` needs none, as with most exporters: the daemon listens on loopback unless
 //! `server.allow_remote` is set, and then a warning says that the metrics are open.
 
@@ -28,7 +28,7 @@ pub struct MetricsConfig {
 impl MetricsConfig {
     /// The token `/metrics` requires: `CALLBACKD_METRICS_TOKEN` (applied over `token` by
     /// `Config::apply_env`), `token`, or the first line of `token_file`; `None` when none is
-    /// set. It must differ from the bridge's tokens.
+    /// set. It must differ from every other token (`bridge`: the bridge's and the run API's).
     pub fn resolve(&self, bridge: &Tokens) -> Result<Option<Secret>, ConfigError> {
         let token = match (&self.token, &self.token_file) {
             (Some(token), _) => token.clone(),
@@ -48,10 +48,14 @@ impl MetricsConfig {
                 "metrics.token must be visible ASCII without spaces, and not empty".into(),
             ));
         }
-        if token == bridge.store || token == bridge.tool {
+        if token == bridge.store
+            || token == bridge.tool
+            || token == bridge.api
+            || bridge.api_read.as_ref() == Some(&token)
+        {
             return Err(ConfigError::Invalid(
-                "metrics.token must differ from the store and tool tokens: a scraper must not \
-                 hold a token that reaches agent state"
+                "metrics.token must differ from the store, tool and API tokens: a scraper must \
+                 not hold a token that reaches agent state"
                     .into(),
             ));
         }
@@ -67,6 +71,8 @@ mod tests {
         Tokens {
             store: Secret::new("store-tok".into()),
             tool: Secret::new("tool-tok".into()),
+            api: Secret::new("api-tok".into()),
+            api_read: Some(Secret::new("read-tok".into())),
         }
     }
 
@@ -95,7 +101,14 @@ mod tests {
             from_file.resolve(&bridge()).unwrap().unwrap().expose(),
             "from-file"
         );
-        for bad in ["store-tok", "tool-tok", "", "two words"] {
+        for bad in [
+            "store-tok",
+            "tool-tok",
+            "api-tok",
+            "read-tok",
+            "",
+            "two words",
+        ] {
             let c = MetricsConfig {
                 token: Some(Secret::new(bad.into())),
                 token_file: None,
