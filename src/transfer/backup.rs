@@ -40,6 +40,15 @@ pub enum BackupError {
     Check(Vec<String>),
 }
 
+/// Where a running backup is, for a progress display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Copying: bytes written so far, and about how many there will be.
+    Copying { done: u64, total: u64 },
+    /// The copy is written; fsync and `quick_check` run.
+    Checking,
+}
+
 /// What a finished backup wrote.
 #[derive(Debug, Clone)]
 pub struct BackupReport {
@@ -48,12 +57,12 @@ pub struct BackupReport {
 }
 
 /// Copies the database at `db` to `dest`. An existing `dest` is refused unless `force`.
-/// `progress` is called with (bytes written, bytes expected) while the copy runs.
+/// `progress` is told where the backup is, every 50 ms while the copy runs.
 pub fn backup(
     db: &Path,
     dest: &Path,
     force: bool,
-    mut progress: impl FnMut(u64, u64),
+    mut progress: impl FnMut(Step),
 ) -> Result<BackupReport, BackupError> {
     let started = Instant::now();
     if !db.is_file() {
@@ -91,7 +100,10 @@ pub fn backup(
     let copied = std::thread::scope(|s| {
         let worker = s.spawn(|| copy::vacuum_into(db, &tmp.0));
         while !worker.is_finished() {
-            progress(std::fs::metadata(&tmp.0).map_or(0, |m| m.len()), expected);
+            progress(Step::Copying {
+                done: std::fs::metadata(&tmp.0).map_or(0, |m| m.len()),
+                total: expected,
+            });
             std::thread::sleep(Duration::from_millis(50));
         }
         worker.join().expect("the copy thread does not panic")
@@ -100,6 +112,7 @@ pub fn backup(
         db: db.to_path_buf(),
         source,
     })?;
+    progress(Step::Checking);
     let file = std::fs::File::open(&tmp.0).map_err(io(&tmp.0))?;
     file.sync_all().map_err(io(&tmp.0))?;
     let bytes = file.metadata().map_err(io(&tmp.0))?.len();
@@ -133,7 +146,10 @@ pub fn backup(
 /// `callbackd backup`: [`backup`] with a progress line on a terminal and a summary.
 pub fn command(db: &Path, dest: &Path, force: bool) -> anyhow::Result<()> {
     let mut line = Progress::new("backup");
-    let report = backup(db, dest, force, |done, total| line.update(done, total))?;
+    let report = backup(db, dest, force, |step| match step {
+        Step::Copying { done, total } => line.update(done, total),
+        Step::Checking => line.step("checking the copy (fsync, quick_check)"),
+    })?;
     line.finish(&format!(
         "{} written to {} in {:.1} s (quick_check ok)",
         mib(report.bytes),
@@ -189,10 +205,12 @@ mod tests {
         let dest = dir.path().join("copy.db");
         std::fs::write(&dest, "old").unwrap();
         std::fs::write(files::wal_path(&dest), "stale wal").unwrap();
-        let err = backup(&db, &dest, false, |_, _| {}).unwrap_err();
+        let err = backup(&db, &dest, false, |_| {}).unwrap_err();
         assert!(err.to_string().contains("--force"), "{err}");
         assert_eq!(std::fs::read(&dest).unwrap(), b"old");
-        backup(&db, &dest, true, |_, _| {}).unwrap();
+        let mut steps = Vec::new();
+        backup(&db, &dest, true, |s| steps.push(s)).unwrap();
+        assert_eq!(steps.last(), Some(&Step::Checking), "{steps:?}");
         assert!(copy::quick_check(&dest).unwrap().is_empty());
         assert!(
             !files::wal_path(&dest).exists(),
@@ -203,11 +221,11 @@ mod tests {
             std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777,
             0o600
         );
-        let err = backup(&db, &db, true, |_, _| {}).unwrap_err();
+        let err = backup(&db, &db, true, |_| {}).unwrap_err();
         assert!(matches!(err, BackupError::SameFile(_)), "{err}");
-        let err = backup(&dir.path().join("nope.db"), &dest, true, |_, _| {}).unwrap_err();
+        let err = backup(&dir.path().join("nope.db"), &dest, true, |_| {}).unwrap_err();
         assert!(matches!(err, BackupError::NoDatabase(_)), "{err}");
-        let err = backup(&db, &dir.path().join("no/dir/x.db"), false, |_, _| {}).unwrap_err();
+        let err = backup(&db, &dir.path().join("no/dir/x.db"), false, |_| {}).unwrap_err();
         assert!(matches!(err, BackupError::NoDirectory(_)), "{err}");
         // No temporary file is left behind.
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())

@@ -52,6 +52,17 @@ impl Progress {
         self.drawn = true;
     }
 
+    /// Replaces the line with `text` (a step without a size: "checking the copy").
+    pub fn step(&mut self, text: &str) {
+        if !self.terminal {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{}: {text}", self.what);
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
     /// Replaces the line with `summary` (printed on a terminal or not).
     pub fn finish(self, summary: &str) {
         let mut err = std::io::stderr().lock();

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import urllib.request
 from pathlib import Path
 
 import harness as h
@@ -85,6 +86,17 @@ def test_jsonl_store_to_callbackd_and_back_with_the_real_bridge(setup_env, tmp_p
     assert replay, "the imported run's events replay through callbackd"
     _, r2 = c.send(agent, "Say hello again.")
     assert r2["status"] == FINISHED, r2
+    # /metrics saw the real bridge's calls: every append of turn 2 (the imported ones were not
+    # calls), and the checkpoint reads of the resume.
+    with urllib.request.urlopen(daemon.url + "metrics", timeout=10) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        metrics = resp.read().decode()
+    with h.DB(db) as d:
+        appended = d.count("run_events") - len(events1)
+    assert appended > 0
+    assert f"callbackd_events_appended_total {appended}\n" in metrics, metrics
+    assert f'callbackd_store_call_duration_seconds_count{{call="runEvents.append",outcome="ok"}} {appended}\n' in metrics
+    assert 'callbackd_store_call_duration_seconds_count{call="checkpoints.get",outcome="ok"}' in metrics
     bridge.stop()
     daemon.stop()
     chk = callbackd("check", "--db", db)
