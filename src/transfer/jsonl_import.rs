@@ -49,7 +49,16 @@ pub enum ImportError {
 /// The records of a directory, with the line each came from.
 struct Read {
     dump: Dump,
-    lines: [Vec<usize>; 4],
+    lines: Lines,
+}
+
+/// The line numbers of the records of each file, in the order of the dump's lists.
+#[derive(Default)]
+struct Lines {
+    agents: Vec<usize>,
+    runs: Vec<usize>,
+    events: Vec<usize>,
+    checkpoints: Vec<usize>,
 }
 
 /// Imports the JSONL store in `dir` into namespace `ns` of the database of `opts`.
@@ -63,9 +72,11 @@ pub fn import(
     let lines = &read.lines;
     let counts = load(opts, ns.as_str(), &read.dump, replace, |missing| {
         let (file, lines, m, kind) = match missing {
-            MissingIn::Runs(m) => (jsonl::RUNS, &lines[1], m, "run"),
-            MissingIn::Events(m) => (jsonl::RUN_EVENTS, &lines[2], m, "event"),
-            MissingIn::Checkpoints(m) => (jsonl::CHECKPOINTS, &lines[3], m, "checkpoint blob"),
+            MissingIn::Runs(m) => (jsonl::RUNS, &lines.runs, m, "run"),
+            MissingIn::Events(m) => (jsonl::RUN_EVENTS, &lines.events, m, "event"),
+            MissingIn::Checkpoints(m) => {
+                (jsonl::CHECKPOINTS, &lines.checkpoints, m, "checkpoint blob")
+            }
         };
         format!(
             "{file} line {}: the {kind} belongs to {}, which is neither in the directory nor in \
@@ -107,7 +118,7 @@ fn read_dir(dir: &Path) -> Result<Read, ImportError> {
     let text = |i: usize| texts[i].as_deref().unwrap_or("");
     let mut read = Read {
         dump: Dump::default(),
-        lines: Default::default(),
+        lines: Lines::default(),
     };
     for (line, _, raw) in records(jsonl::AGENTS, text(0), jsonl::check_agent)? {
         let call = StoreCall::parse("agents", "create", &format!(r#"{{"agent":{raw}}}"#));
@@ -116,7 +127,7 @@ fn read_dir(dir: &Path) -> Result<Read, ImportError> {
             Ok(_) => unreachable!("agents.create parses to AgentsCreate"),
             Err(e) => return Err(malformed(jsonl::AGENTS, line, e.to_string())),
         }
-        read.lines[0].push(line);
+        read.lines.agents.push(line);
     }
     for (line, _, raw) in records(jsonl::RUNS, text(1), jsonl::check_run)? {
         match StoreCall::parse("runs", "create", &format!(r#"{{"run":{raw}}}"#)) {
@@ -124,13 +135,13 @@ fn read_dir(dir: &Path) -> Result<Read, ImportError> {
             Ok(_) => unreachable!("runs.create parses to RunsCreate"),
             Err(e) => return Err(malformed(jsonl::RUNS, line, e.to_string())),
         }
-        read.lines[1].push(line);
+        read.lines.runs.push(line);
     }
     for (line, value, raw) in records(jsonl::RUN_EVENTS, text(2), jsonl::check_event)? {
         read.dump
             .events
             .push(event(&value, raw).map_err(|why| malformed(jsonl::RUN_EVENTS, line, why))?);
-        read.lines[2].push(line);
+        read.lines.events.push(line);
     }
     for (line, value, _) in records(jsonl::CHECKPOINTS, text(3), jsonl::check_checkpoint)? {
         let data = value["dataBase64"].as_str().unwrap_or_default();
@@ -153,7 +164,7 @@ fn read_dir(dir: &Path) -> Result<Read, ImportError> {
                 return Err(malformed(jsonl::CHECKPOINTS, line, why));
             }
         }
-        read.lines[3].push(line);
+        read.lines.checkpoints.push(line);
     }
     check_unique(&read)?;
     check_numbering(&read)?;
@@ -226,7 +237,7 @@ fn event(v: &Value, raw: &str) -> Result<EventRecord, String> {
 /// No id twice within a file.
 fn check_unique(read: &Read) -> Result<(), ImportError> {
     let mut seen = HashSet::new();
-    for (a, line) in read.dump.agents.iter().zip(&read.lines[0]) {
+    for (a, line) in read.dump.agents.iter().zip(&read.lines.agents) {
         if !seen.insert(a.agent_id.as_str()) {
             return Err(malformed(
                 jsonl::AGENTS,
@@ -236,7 +247,7 @@ fn check_unique(read: &Read) -> Result<(), ImportError> {
         }
     }
     let mut seen = HashSet::new();
-    for (r, line) in read.dump.runs.iter().zip(&read.lines[1]) {
+    for (r, line) in read.dump.runs.iter().zip(&read.lines.runs) {
         if !seen.insert((r.agent_id.as_str(), r.run_id.as_str())) {
             return Err(malformed(
                 jsonl::RUNS,
@@ -246,7 +257,7 @@ fn check_unique(read: &Read) -> Result<(), ImportError> {
         }
     }
     let mut seen = HashSet::new();
-    for (c, line) in read.dump.checkpoints.iter().zip(&read.lines[3]) {
+    for (c, line) in read.dump.checkpoints.iter().zip(&read.lines.checkpoints) {
         if !seen.insert((c.agent_id.as_str(), c.blob_id.as_str())) {
             return Err(malformed(
                 jsonl::CHECKPOINTS,
@@ -266,7 +277,7 @@ fn check_unique(read: &Read) -> Result<(), ImportError> {
 fn check_numbering(read: &Read) -> Result<(), ImportError> {
     let mut by_run: HashMap<&str, Vec<(u64, usize)>> = HashMap::new();
     let mut keys = HashSet::new();
-    for (e, line) in read.dump.events.iter().zip(&read.lines[2]) {
+    for (e, line) in read.dump.events.iter().zip(&read.lines.events) {
         by_run.entry(&e.run_id).or_default().push((e.seq, *line));
         if let Some(key) = e.idempotency_key.as_deref().filter(|k| !k.is_empty()) {
             if !keys.insert((e.run_id.as_str(), key)) {

@@ -175,34 +175,48 @@ async fn export_refuses_a_record_the_bridge_would_reject_and_leaves_nothing() {
 #[test]
 fn a_bad_line_anywhere_names_the_file_and_line_and_imports_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str, &str, &str); 7] = [
-        ("runs.ndjson", "{\"runId\":", "runs.ndjson line 1", "partial write"),
-        ("runs.ndjson", "{\"runId\":\n{}\n", "runs.ndjson line 1", "not valid JSON"),
+    let ghost_event = json!({"runId": "r9", "seq": 1, "offset": "1", "eventType": "e", "payload": null,
+        "payloadRef": null, "idempotencyKey": null, "createdAt": "2026-05-28T20:26:40.123Z"});
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        ("runs.ndjson", "{\"runId\":".into(), "runs.ndjson line 1", "partial write"),
+        ("runs.ndjson", "{\"runId\":\n{}\n".into(), "runs.ndjson line 1", "not valid JSON"),
         (
             "agents.ndjson",
-            "{\"agentId\":\"a1\",\"cwd\":\"/ws\",\"status\":\"sleeping\",\"createdAt\":1,\"updatedAt\":1}\n",
+            "{\"agentId\":\"a1\",\"cwd\":\"/ws\",\"status\":\"sleeping\",\"createdAt\":1,\"updatedAt\":1}\n".into(),
             "agents.ndjson line 1",
             "status \"sleeping\"",
         ),
         (
             "checkpoints.ndjson",
-            "\n{\"agentId\":\"a1\",\"blobId\":\"b\",\"dataBase64\":\"%%%\"}\n",
+            "\n{\"agentId\":\"a1\",\"blobId\":\"b\",\"dataBase64\":\"%%%\"}\n".into(),
             "checkpoints.ndjson line 2",
             "base64",
         ),
         (
             "runs.ndjson",
-            &format!("{}\n", run("ghost", "r1", 1)),
+            format!("{}\n", run("ghost", "r1", 1)),
             "runs.ndjson line 1",
             "agent ghost, which is neither in the directory nor in the database",
         ),
         (
             "checkpoints.ndjson",
-            "{\"agentId\":\"a1\",\"blobId\":\"b\",\"dataBase64\":\"AA==\"}\n{\"agentId\":\"a1\",\"blobId\":\"b\",\"dataBase64\":\"AA==\"}\n",
+            "{\"agentId\":\"a1\",\"blobId\":\"b\",\"dataBase64\":\"AA==\"}\n{\"agentId\":\"a1\",\"blobId\":\"b\",\"dataBase64\":\"AA==\"}\n".into(),
             "checkpoints.ndjson line 2",
             "appears twice",
         ),
-        ("agents.ndjson", "[1]\n", "agents.ndjson line 1", "not a JSON object"),
+        ("agents.ndjson", "[1]\n".into(), "agents.ndjson line 1", "not a JSON object"),
+        (
+            "run_events.ndjson",
+            format!("{ghost_event}\n"),
+            "run_events.ndjson line 1",
+            "the event belongs to run r9",
+        ),
+        (
+            "checkpoints.ndjson",
+            "{\"agentId\":\"ghost\",\"blobId\":\"b\",\"dataBase64\":\"AA==\"}\n".into(),
+            "checkpoints.ndjson line 1",
+            "the checkpoint blob belongs to agent ghost",
+        ),
     ];
     for (i, (file, text, place, why)) in cases.iter().enumerate() {
         let dir = tmp.path().join(format!("case{i}"));
