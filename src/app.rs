@@ -15,10 +15,11 @@ use crate::api::{ApiState, ApiTokens};
 use crate::auth::TokenSet;
 use crate::config::Config;
 use crate::connect::UnaryLimits;
+use crate::metrics::{Metrics, StoreSizes};
 use crate::rpc::{self, RpcState};
 use crate::server::{self, ServerLimits};
-use crate::store::sqlite::SqliteStore;
-use crate::store::RunRecords;
+use crate::store::sqlite::{files, SqliteStore};
+use crate::store::{RunRecords, Store};
 use crate::tokens::{self, Tokens};
 use crate::tools::builtin::builtins;
 use crate::tools::{Tool, ToolRegistry};
@@ -183,6 +184,7 @@ impl AppBuilder {
             "custom tools registered"
         );
         let s = &config.server;
+        let metrics = metrics_for(&config, &tokens, &store)?;
         let tools = rpc::tools::ToolService::new(Arc::new(registry));
         let state = RpcState {
             store: store.clone(),
@@ -192,6 +194,7 @@ impl AppBuilder {
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             },
             records: Some(records.clone()),
+            metrics,
         };
         let bridge = BridgeSlot::default();
         if let Some(url) = &config.bridge.url {
@@ -269,6 +272,30 @@ impl AppBuilder {
             db: config.store.path.clone(),
         })
     }
+}
+
+/// The daemon's [`Metrics`]: fed by `store`'s append notices and file sizes, behind the
+/// metrics token if one is configured.
+fn metrics_for(config: &Config, tokens: &Tokens, store: &SqliteStore) -> anyhow::Result<Metrics> {
+    let token = config.metrics.resolve(tokens)?;
+    if token.is_none() && config.server.allow_remote {
+        tracing::warn!(
+            "server.allow_remote is set and metrics.token is not: /metrics is open to any \
+             client that reaches the listener"
+        );
+    }
+    let path = config.store.path.clone();
+    Ok(Metrics::new(
+        store.subscribe(),
+        move || {
+            let s = files::sizes(&path);
+            StoreSizes {
+                database_bytes: s.database,
+                wal_bytes: s.wal,
+            }
+        },
+        token.map(TokenSet::single),
+    ))
 }
 
 /// `http://HOST:PORT/` for a bound address; a wildcard address is reached via loopback.

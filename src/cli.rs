@@ -48,6 +48,12 @@ pub enum Command {
         #[arg(long, value_name = "DURATION")]
         older_than: Option<String>,
     },
+    /// Copy the live database to PATH (consistent, without stopping appends), and check the copy.
+    Backup(crate::transfer::cli::BackupArgs),
+    /// Write the store to DIR in the bridge's JSONL store layout (`--local-store '{"type":"jsonl"}'`).
+    Export(crate::transfer::cli::ExportArgs),
+    /// Read a bridge JSONL store directory into the database, in one transaction.
+    Import(crate::transfer::cli::ImportArgs),
     /// Print the commented example configuration.
     PrintConfig,
     /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.

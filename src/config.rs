@@ -58,6 +58,7 @@ pub struct Config {
     pub api: crate::api::config::ApiConfig,
     pub bridge: crate::api::config::BridgeConfig,
     pub retention: crate::api::config::RetentionConfig,
+    pub metrics: crate::metrics::config::MetricsConfig,
 }
 
 /// A command tool's program given as a relative path, made absolute against `dir` (the
@@ -308,6 +309,7 @@ impl Config {
             &mut self.api.token_file,
             &mut self.api.read_token_file,
             &mut self.bridge.token_file,
+            &mut self.metrics.token_file,
         ]
         .into_iter()
         .flatten()
@@ -365,6 +367,9 @@ impl Config {
         }
         if let Some(v) = get(env::API_READ_TOKEN) {
             self.api.read_token = Some(Secret::new(v));
+        }
+        if let Some(v) = get(crate::metrics::config::TOKEN_ENV) {
+            self.metrics.token = Some(Secret::new(v));
         }
         Ok(())
     }

@@ -16,6 +16,8 @@
 //! - [`tools`]: custom tools: the [`Tool`] plugin trait, the registry, command tools from
 //!   TOML, the built-in `echo` and `memory`, and the bounds every call runs under.
 //! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
+//! - [`metrics`]: `GET /metrics` (Prometheus), fed by the RPCs and the store.
+//! - [`transfer`]: `callbackd backup`, `export` and `import` (the bridge's JSONL layout).
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
 pub mod api;
@@ -26,6 +28,7 @@ pub mod cli;
 pub mod config;
 pub mod connect;
 pub mod health;
+pub mod metrics;
 pub mod rpc;
 pub mod secret;
 pub mod server;
@@ -35,6 +38,7 @@ pub mod supervisor;
 pub mod telemetry;
 pub mod tokens;
 pub mod tools;
+pub mod transfer;
 
 pub use app::App;
 pub use config::Config;

@@ -142,6 +142,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::Backup(args) => {
+            let config = load(&args.config)?;
+            callbackd::transfer::backup::command(&config.store.path, &args.path, args.force)
+        }
+        Command::Export(args) => {
+            let config = load(&args.config)?;
+            callbackd::transfer::jsonl_export::command(&config.store.path, &args.dir)
+        }
+        Command::Import(args) => {
+            let config = load(&args.config)?;
+            callbackd::transfer::jsonl_import::command(
+                &config.store.sqlite_options(),
+                &args.dir,
+                args.replace,
+            )
+        }
         Command::PrintConfig => {
             print!("{EXAMPLE}");
             Ok(())

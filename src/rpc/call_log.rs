@@ -1,4 +1,5 @@
-//! The one log line of every callback call, shared by both services.
+//! The one log line of every callback call, shared by both services, and the call's
+//! metrics (recorded with the line, from the same outcome and latency).
 //!
 //! The line is written when the call ends, and also when it never does: when the bridge
 //! hangs up, hyper drops the handler's future mid-call, and the guard's `Drop` writes the
@@ -6,11 +7,11 @@
 //! written": a write handed to the store runs to its commit whether or not anyone still
 //! waits for the answer.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a service puts in its line besides outcome, latency and error.
 pub trait CallFields {
-    fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>);
+    fn write(&self, outcome: &'static str, latency: Duration, error: Option<&str>);
 }
 
 /// A call's log line, written exactly once.
@@ -34,15 +35,14 @@ impl<F: CallFields> CallLog<F> {
     }
 
     /// Writes the line with `outcome` (`ok`, a Connect code, a tool outcome).
-    pub fn finish(&mut self, outcome: &str) {
+    pub fn finish(&mut self, outcome: &'static str) {
         self.done = true;
         self.write(outcome);
     }
 
-    fn write(&self, outcome: &str) {
-        let latency_us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    fn write(&self, outcome: &'static str) {
         self.fields
-            .write(outcome, latency_us, self.error.as_deref());
+            .write(outcome, self.started.elapsed(), self.error.as_deref());
     }
 }
 
@@ -64,7 +64,7 @@ mod tests {
     struct Lines(Arc<Mutex<Vec<String>>>);
 
     impl CallFields for Lines {
-        fn write(&self, outcome: &str, _latency_us: u64, error: Option<&str>) {
+        fn write(&self, outcome: &'static str, _latency: Duration, error: Option<&str>) {
             self.0
                 .lock()
                 .unwrap()

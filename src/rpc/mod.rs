@@ -35,6 +35,7 @@ pub struct RpcState {
     pub limits: UnaryLimits,
     /// Where tool calls are recorded for the run API (`None`: not recorded).
     pub records: Option<Arc<dyn RunRecords>>,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// The daemon's routes.
@@ -54,6 +55,10 @@ pub fn router(
             post(tools::call_custom_tool).route_layer(BearerAuthLayer::new(tool_tokens, "tools")),
         )
         .route("/healthz", get(healthz))
+        .route(
+            crate::metrics::endpoint::PATH,
+            get(crate::metrics::endpoint::scrape),
+        )
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)

@@ -1,5 +1,7 @@
 //! `CallStore`: `{substore, method, input}` -> [`StoreCall`] -> [`Store`] -> `{output}`.
 
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -15,6 +17,7 @@ use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
+use crate::metrics::Metrics;
 use crate::proto::{CallStoreRequest, CallStoreResponse};
 use crate::store::{Namespace, StoreCall, StoreOutput};
 
@@ -35,7 +38,10 @@ pub async fn call_store(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let mut log = CallLog::start(StoreLine { call: "?" });
+    let mut log = CallLog::start(StoreLine {
+        call: "?",
+        metrics: &state.metrics,
+    });
     match handle(&state, &ns, &headers, body, &mut log).await {
         Ok(response) => {
             log.finish("ok");
@@ -49,19 +55,25 @@ pub async fn call_store(
     }
 }
 
-/// The store's log line: the call (`runEvents.append`), never its input.
-struct StoreLine {
+/// The store's log line: the call (`runEvents.append`), never its input; and its metrics.
+struct StoreLine<'a> {
     call: &'static str,
+    metrics: &'a Metrics,
 }
 
-impl CallFields for StoreLine {
-    fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>) {
+impl CallFields for StoreLine<'_> {
+    fn write(&self, outcome: &'static str, latency: Duration, error: Option<&str>) {
+        let call = match self.call {
+            "?" => crate::metrics::UNDECODED,
+            call => call,
+        };
+        self.metrics.store_call(call, outcome, latency);
         // An `Option` field is left out of the line when `None`.
         tracing::info!(
             target: "callbackd::store",
             call = self.call,
             outcome,
-            latency_us,
+            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             error = error.map(tracing::field::display)
         );
     }
@@ -72,7 +84,7 @@ async fn handle(
     ns: &Namespace,
     headers: &HeaderMap,
     body: Body,
-    log: &mut CallLog<StoreLine>,
+    log: &mut CallLog<StoreLine<'_>>,
 ) -> Result<Response, ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
     let call = decode_request(req.codec, &req.body)?;

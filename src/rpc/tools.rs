@@ -9,6 +9,7 @@
 //! the arguments.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -22,6 +23,7 @@ use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
+use crate::metrics::Metrics;
 use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
 use crate::store::records::{ToolCallStart, ToolOutcome};
 use crate::store::{Namespace, RunRecords, StoreCall};
@@ -110,6 +112,7 @@ async fn serve_call(state: RpcState, ns: Namespace, headers: HeaderMap, body: Bo
     let mut log = CallLog::start(ToolLine {
         tool: "?".into(),
         agent_id: "?".into(),
+        metrics: state.metrics.clone(),
     });
     let response = handle(&state, ns, &headers, body, &mut log).await;
     log.finish(match &response {
@@ -372,17 +375,26 @@ fn encode(codec: Codec, result: &Value) -> Response {
 struct ToolLine {
     tool: String,
     agent_id: String,
+    metrics: Metrics,
 }
 
 impl CallFields for ToolLine {
-    fn write(&self, outcome: &str, latency_us: u64, error: Option<&str>) {
+    fn write(&self, outcome: &'static str, latency: Duration, error: Option<&str>) {
+        // Only served tools get series of their own: a name is set before the registry
+        // lookup, and the one Connect error after it is `not_found`.
+        let tool = match (self.tool.as_str(), outcome) {
+            ("?", _) => crate::metrics::UNDECODED,
+            (_, "not_found") => crate::metrics::UNKNOWN_TOOL,
+            (tool, _) => tool,
+        };
+        self.metrics.tool_call(tool, outcome, latency);
         // An `Option` field is left out of the line when `None`.
         tracing::info!(
             target: "callbackd::tools",
             tool = %self.tool,
             agent_id = %self.agent_id,
             outcome,
-            latency_us,
+            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             error = error.map(tracing::field::display)
         );
     }

@@ -7,6 +7,7 @@
 
 mod call;
 mod cursor;
+pub mod dump;
 mod error;
 pub mod records;
 pub mod sqlite;

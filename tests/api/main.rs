@@ -3,9 +3,11 @@
 
 mod helpers;
 
+mod backup;
 mod connect_errors;
 mod crash;
 mod decode_props;
+mod metrics;
 mod run_api;
 mod sse;
 mod store_agents;
@@ -15,3 +17,4 @@ mod store_fidelity;
 mod store_run_events;
 mod store_runs;
 mod tools;
+mod transfer;

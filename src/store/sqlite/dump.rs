@@ -1,0 +1,339 @@
+//! Reading a namespace out whole and loading one in whole (`callbackd export` / `import`).
+//!
+//! The read is one read transaction, so an export of a live database is one consistent
+//! snapshot while the daemon goes on writing. The load is one `BEGIN IMMEDIATE` transaction
+//! on a connection of its own: it writes everything or nothing, and a daemon serving the same
+//! file meanwhile waits for it (up to `store.busy_timeout_ms`) like for any other writer.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use super::{agents, cascade, checkpoints, open_connection, runs, SqliteOptions, SqliteStore};
+use crate::store::dump::{CheckpointRecord, Dump, DumpCounts, DumpSink, EventRecord};
+use crate::store::{AgentDoc, RunDoc, StoreError};
+
+/// Why a read-out stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError<E> {
+    #[error("reading the database")]
+    Store(#[from] rusqlite::Error),
+    #[error(transparent)]
+    Sink(E),
+}
+
+/// Reads every agent, run, event and checkpoint blob of namespace `ns` of the database at
+/// `path` into `sink`, in the order they were written, from one snapshot.
+pub fn read_all<S: DumpSink>(
+    path: &Path,
+    ns: &str,
+    sink: &mut S,
+) -> Result<DumpCounts, ReadError<S::Error>> {
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let mut counts = DumpCounts::default();
+    {
+        let mut stmt = tx.prepare(
+            "SELECT agent_id, cwd, updated_at, doc FROM agents WHERE ns = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([ns])?;
+        while let Some(r) = rows.next()? {
+            let doc = AgentDoc {
+                agent_id: r.get(0)?,
+                cwd: r.get(1)?,
+                updated_at: r.get(2)?,
+                json: r.get(3)?,
+            };
+            sink.agent(doc).map_err(ReadError::Sink)?;
+            counts.agents += 1;
+        }
+    }
+    {
+        let mut stmt = tx.prepare(
+            "SELECT agent_id, run_id, turn_number, doc FROM runs WHERE ns = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([ns])?;
+        while let Some(r) = rows.next()? {
+            let doc = RunDoc {
+                agent_id: r.get(0)?,
+                run_id: r.get(1)?,
+                turn_number: r.get(2)?,
+                json: r.get(3)?,
+            };
+            sink.run(doc).map_err(ReadError::Sink)?;
+            counts.runs += 1;
+        }
+    }
+    {
+        let mut stmt = tx.prepare(
+            "SELECT run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at \
+             FROM run_events WHERE ns = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([ns])?;
+        while let Some(r) = rows.next()? {
+            let event = EventRecord {
+                run_id: r.get(0)?,
+                seq: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
+                event_type: r.get(2)?,
+                payload: r.get(3)?,
+                payload_ref: r.get(4)?,
+                idempotency_key: r.get(5)?,
+                created_at_ms: r.get(6)?,
+            };
+            sink.event(event).map_err(ReadError::Sink)?;
+            counts.events += 1;
+        }
+    }
+    {
+        let mut stmt = tx.prepare(
+            "SELECT agent_id, blob_id, data FROM checkpoints WHERE ns = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([ns])?;
+        while let Some(r) = rows.next()? {
+            let blob = CheckpointRecord {
+                agent_id: r.get(0)?,
+                blob_id: r.get(1)?,
+                data: r.get(2)?,
+            };
+            sink.checkpoint(blob).map_err(ReadError::Sink)?;
+            counts.checkpoints += 1;
+        }
+    }
+    tx.commit()?;
+    Ok(counts)
+}
+
+/// Why a load wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot open the database")]
+    Open(#[from] super::OpenError),
+    /// Records whose ids the database already has (the first few of them, and how many).
+    #[error(
+        "{total} record(s) already exist in the database, e.g. {}; nothing was imported (pass \
+         --replace to overwrite them)",
+        .examples.join(", ")
+    )]
+    Exists { examples: Vec<String>, total: usize },
+    /// A record that refers to an agent or run neither loaded nor in the database.
+    #[error("{0}")]
+    Dangling(String),
+    #[error("writing the database: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for LoadError {
+    fn from(e: rusqlite::Error) -> Self {
+        LoadError::Store(e.into())
+    }
+}
+
+/// A record that refers to something absent: its index in its list, and what is missing.
+pub struct Missing {
+    pub index: usize,
+    pub what: String,
+}
+
+/// Which kind of record a [`Missing`] is.
+pub enum MissingIn {
+    Runs(Missing),
+    Events(Missing),
+    Checkpoints(Missing),
+}
+
+/// Loads `dump` into namespace `ns` of the database of `opts` (created and migrated if
+/// needed), all in one transaction. Records whose ids exist are refused, unless `replace`:
+/// then they are overwritten, and a run's events are replaced as a whole. Runs must belong
+/// to an agent, events to a run and blobs to an agent of the dump or of the database;
+/// `dangling` turns the first that does not into the error to report.
+pub fn load(
+    opts: &SqliteOptions,
+    ns: &str,
+    dump: &Dump,
+    replace: bool,
+    dangling: impl FnOnce(MissingIn) -> String,
+) -> Result<DumpCounts, LoadError> {
+    // Creates and migrates the file like the daemon would, then lets it go.
+    drop(SqliteStore::open(opts)?);
+    let mut conn = open_connection(&opts.path, opts)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+
+    if let Some(missing) = first_dangling(&tx, ns, dump)? {
+        return Err(LoadError::Dangling(dangling(missing)));
+    }
+    let existing = existing_ids(&tx, ns, dump)?;
+    if !existing.is_empty() && !replace {
+        return Err(LoadError::Exists {
+            total: existing.len(),
+            examples: existing.into_iter().take(5).collect(),
+        });
+    }
+    for a in &dump.agents {
+        if replace {
+            tx.execute(
+                "DELETE FROM agents WHERE ns = ?1 AND agent_id = ?2",
+                params![ns, a.agent_id],
+            )?;
+        }
+        agents::create(&tx, ns, a.clone())?;
+    }
+    for r in &dump.runs {
+        if replace {
+            tx.execute(
+                "DELETE FROM runs WHERE ns = ?1 AND agent_id = ?2 AND run_id = ?3",
+                params![ns, r.agent_id, r.run_id],
+            )?;
+        }
+        runs::create(&tx, ns, r.clone())?;
+    }
+    if replace {
+        let event_runs: BTreeSet<&str> = dump.events.iter().map(|e| e.run_id.as_str()).collect();
+        for run_id in event_runs {
+            // With the run API's notes on those events (see `cascade`).
+            for table in cascade::EVENT_TABLES {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE ns = ?1 AND run_id = ?2"),
+                    params![ns, run_id],
+                )?;
+            }
+        }
+    }
+    {
+        let mut insert = tx.prepare(
+            "INSERT INTO run_events (ns, run_id, seq, event_type, payload, payload_ref, \
+             idempotency_key, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for e in &dump.events {
+            insert.execute(params![
+                ns,
+                e.run_id,
+                i64::try_from(e.seq).unwrap_or(i64::MAX),
+                e.event_type,
+                e.payload,
+                e.payload_ref,
+                e.idempotency_key,
+                e.created_at_ms
+            ])?;
+        }
+    }
+    for c in &dump.checkpoints {
+        if replace {
+            tx.execute(
+                "DELETE FROM checkpoints WHERE ns = ?1 AND agent_id = ?2 AND blob_id = ?3",
+                params![ns, c.agent_id, c.blob_id],
+            )?;
+        }
+        checkpoints::create(&tx, ns, &c.agent_id, &c.blob_id, &c.data)?;
+    }
+    tx.commit()?;
+    Ok(DumpCounts {
+        agents: dump.agents.len(),
+        runs: dump.runs.len(),
+        events: dump.events.len(),
+        checkpoints: dump.checkpoints.len(),
+    })
+}
+
+fn exists(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<bool> {
+    Ok(conn
+        .prepare_cached(sql)?
+        .query_row(params, |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
+/// The ids of the dump that the database already has, described for a message.
+fn existing_ids(conn: &Connection, ns: &str, dump: &Dump) -> rusqlite::Result<Vec<String>> {
+    let mut found = Vec::new();
+    for a in &dump.agents {
+        if exists(
+            conn,
+            "SELECT 1 FROM agents WHERE ns = ?1 AND agent_id = ?2",
+            params![ns, a.agent_id],
+        )? {
+            found.push(format!("agent {}", a.agent_id));
+        }
+    }
+    for r in &dump.runs {
+        if exists(
+            conn,
+            "SELECT 1 FROM runs WHERE ns = ?1 AND agent_id = ?2 AND run_id = ?3",
+            params![ns, r.agent_id, r.run_id],
+        )? {
+            found.push(format!("run {}", r.run_id));
+        }
+    }
+    let event_runs: BTreeSet<&str> = dump.events.iter().map(|e| e.run_id.as_str()).collect();
+    for run_id in event_runs {
+        if exists(
+            conn,
+            "SELECT 1 FROM run_events WHERE ns = ?1 AND run_id = ?2 LIMIT 1",
+            params![ns, run_id],
+        )? {
+            found.push(format!("events of run {run_id}"));
+        }
+    }
+    for c in &dump.checkpoints {
+        if exists(
+            conn,
+            "SELECT 1 FROM checkpoints WHERE ns = ?1 AND agent_id = ?2 AND blob_id = ?3",
+            params![ns, c.agent_id, c.blob_id],
+        )? {
+            found.push(format!(
+                "checkpoint blob {} of agent {}",
+                c.blob_id, c.agent_id
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// The first record whose agent or run is neither in the dump nor in the database.
+fn first_dangling(conn: &Connection, ns: &str, dump: &Dump) -> rusqlite::Result<Option<MissingIn>> {
+    let agents: BTreeSet<&str> = dump.agents.iter().map(|a| a.agent_id.as_str()).collect();
+    let runs: BTreeSet<&str> = dump.runs.iter().map(|r| r.run_id.as_str()).collect();
+    let agent_known = |id: &str| -> rusqlite::Result<bool> {
+        Ok(agents.contains(id)
+            || exists(
+                conn,
+                "SELECT 1 FROM agents WHERE ns = ?1 AND agent_id = ?2",
+                params![ns, id],
+            )?)
+    };
+    for (index, r) in dump.runs.iter().enumerate() {
+        if !agent_known(&r.agent_id)? {
+            return Ok(Some(MissingIn::Runs(Missing {
+                index,
+                what: format!("agent {}", r.agent_id),
+            })));
+        }
+    }
+    for (index, e) in dump.events.iter().enumerate() {
+        if !runs.contains(e.run_id.as_str())
+            && !exists(
+                conn,
+                "SELECT 1 FROM runs WHERE ns = ?1 AND run_id = ?2",
+                params![ns, e.run_id],
+            )?
+        {
+            return Ok(Some(MissingIn::Events(Missing {
+                index,
+                what: format!("run {}", e.run_id),
+            })));
+        }
+    }
+    for (index, c) in dump.checkpoints.iter().enumerate() {
+        if !agent_known(&c.agent_id)? {
+            return Ok(Some(MissingIn::Checkpoints(Missing {
+                index,
+                what: format!("agent {}", c.agent_id),
+            })));
+        }
+    }
+    Ok(None)
+}
