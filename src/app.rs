@@ -113,7 +113,13 @@ impl App {
         self.tools.run_on(tokio::runtime::Handle::current());
         self.api.start();
         let retention = self.retention.map(|(age, interval, batch)| {
-            crate::api::retention::spawn_periodic(self.api.records().clone(), age, interval, batch)
+            crate::api::retention::spawn_periodic(
+                self.api.records().clone(),
+                age,
+                interval,
+                batch,
+                self.api.metrics().clone(),
+            )
         });
         let api = self.api.clone();
         let shutdown = async move {
@@ -194,7 +200,7 @@ impl AppBuilder {
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             },
             records: Some(records.clone()),
-            metrics,
+            metrics: metrics.clone(),
         };
         let bridge = BridgeSlot::default();
         if let Some(url) = &config.bridge.url {
@@ -238,6 +244,7 @@ impl AppBuilder {
             },
             bridge,
             tools.clone(),
+            metrics.clone(),
         );
         let retention = match config.retention.max_age()? {
             Some(age) => Some((

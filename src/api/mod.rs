@@ -64,6 +64,7 @@ struct Inner {
     tokens: ApiTokens,
     bridge: BridgeSlot,
     tools: ToolService,
+    metrics: crate::metrics::Metrics,
     streams: Arc<Semaphore>,
     live: LiveTokens,
     hub: OnceLock<FollowHub>,
@@ -82,6 +83,7 @@ impl ApiState {
         tokens: ApiTokens,
         bridge: BridgeSlot,
         tools: ToolService,
+        metrics: crate::metrics::Metrics,
     ) -> Self {
         let streams = Arc::new(Semaphore::new(config.max_streams));
         ApiState {
@@ -92,6 +94,7 @@ impl ApiState {
                 tokens,
                 bridge,
                 tools,
+                metrics,
                 streams,
                 live: LiveTokens::default(),
                 hub: OnceLock::new(),
@@ -129,6 +132,11 @@ impl ApiState {
 
     pub fn tools(&self) -> &ToolService {
         &self.inner.tools
+    }
+
+    /// Where streams and retention are counted (`GET /metrics`).
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.metrics
     }
 
     fn live_tokens(&self) -> &LiveTokens {

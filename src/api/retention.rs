@@ -35,6 +35,7 @@ pub fn spawn_periodic(
     older_than: Duration,
     interval: Duration,
     batch: usize,
+    metrics: crate::metrics::Metrics,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(interval);
@@ -42,6 +43,7 @@ pub fn spawn_periodic(
             tick.tick().await;
             match prune(records.as_ref(), older_than, batch).await {
                 Ok(r) if r.runs > 0 => {
+                    metrics.retention_removed(r.events);
                     tracing::info!(
                         runs = r.runs,
                         events = r.events,

@@ -57,6 +57,7 @@ pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
     }
     let (tx, rx) = mpsc::channel::<Bytes>(FRAMES);
     tokio::spawn(async move {
+        let _open = state.metrics().stream_guard();
         let mut out = Out {
             tx,
             slow: Duration::from_millis(state.config().slow_reader_ms),
@@ -88,6 +89,22 @@ pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
 /// `204 No Content`: a terminal run with nothing after the position.
 pub fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()
+}
+
+/// A stream waiting for live appends, as `/metrics` counts it.
+struct Following(crate::metrics::Metrics);
+
+impl Following {
+    fn start(metrics: &crate::metrics::Metrics) -> Self {
+        metrics.follower_started();
+        Following(metrics.clone())
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.0.follower_stopped();
+    }
 }
 
 /// The reader went away or was too slow: stop.
@@ -144,6 +161,8 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     let mut private: Option<Private> = None;
     let mut pos = plan.after;
     let mut up_to_date_sent = false;
+    // Counted as a follower (`/metrics`) from up_to_date until the stream ends.
+    let mut _following: Option<Following> = None;
     let mut run_doc_terminal = is_terminal(&plan.run_doc);
     loop {
         // 1. Everything stored after the position (from the run's shared feed).
@@ -189,6 +208,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             ))
             .await?;
             up_to_date_sent = true;
+            _following = Some(Following::start(state.metrics()));
         }
         // 3. Wait for an append, a token, a timer.
         let keepalive_at = Instant::now() + keepalive;

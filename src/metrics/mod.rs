@@ -234,7 +234,7 @@ impl Metrics {
         self.inner.followers.dec();
     }
 
-    /// Retention removed `n` runs (with their events).
+    /// Retention removed `n` run events.
     pub fn retention_removed(&self, n: u64) {
         self.inner.retention_removed.inc_by(n);
     }

@@ -719,3 +719,29 @@ async fn streams_do_not_count_against_the_callback_connection_cap() {
         assert_eq!(s.next(T).await.unwrap().kind(), "run_started");
     }
 }
+
+#[tokio::test]
+async fn metrics_count_open_streams_followers_and_retention() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "running").await;
+    let metric = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1.0)
+    };
+    let mut s = app.stream("r1", None).await;
+    assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
+    let text = app.api("GET", "/metrics", None, "").await.text();
+    assert_eq!(metric(&text, "callbackd_streams_open"), 1.0, "{text}");
+    assert_eq!(metric(&text, "callbackd_stream_followers"), 1.0, "{text}");
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The stream task notices its reader is gone at its next frame: a keepalive or an append.
+    append(&app, "r1", tool_turn()[0].clone()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let text = app.api("GET", "/metrics", None, "").await.text();
+    assert_eq!(metric(&text, "callbackd_streams_open"), 0.0, "{text}");
+    assert_eq!(metric(&text, "callbackd_stream_followers"), 0.0, "{text}");
+}
