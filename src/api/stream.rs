@@ -176,15 +176,25 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             if frames.is_empty() {
                 break;
             }
+            if let Some(frags) = fragments.as_mut() {
+                drain_tokens(out, frags, tokens, run_id, pos).await?;
+            }
+            // Everything available now goes out as one write: a follower woken once for many
+            // appends (the wake-ups coalesce under load) costs one syscall, not one each.
+            let mut batch =
+                bytes::BytesMut::with_capacity(frames.iter().map(|f| f.bytes.len()).sum());
+            let mut ended = false;
             for frame in frames {
-                if let Some(frags) = fragments.as_mut() {
-                    drain_tokens(out, frags, tokens, run_id, pos).await?;
-                }
-                out.bytes(frame.bytes).await?;
+                batch.extend_from_slice(&frame.bytes);
                 pos = frame.seq;
                 if frame.terminal {
-                    return Ok(());
+                    ended = true;
+                    break;
                 }
+            }
+            out.bytes(batch.freeze()).await?;
+            if ended {
+                return Ok(());
             }
         }
         // 2. Caught up.
