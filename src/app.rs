@@ -177,6 +177,21 @@ impl AppBuilder {
         };
         let store = Arc::new(store);
         let records: Arc<dyn RunRecords> = store.clone();
+        // A held call cannot outlive the daemon it waited in: its bridge connection is gone.
+        match crate::store::approvals::ApprovalRecords::cancel_pending_approvals(
+            store.as_ref(),
+            "callbackd stopped while the approval was pending",
+        )
+        .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                approvals = n,
+                "pending approvals of the last run of callbackd were cancelled"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot cancel stale approvals"),
+        }
+        let approvals = crate::approvals::Approvals::new(store.clone());
         match records.interrupt_running_tool_calls().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
@@ -200,6 +215,7 @@ impl AppBuilder {
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             },
             records: Some(records.clone()),
+            approvals: Some(approvals.clone()),
             metrics: metrics.clone(),
         };
         let bridge = BridgeSlot::default();
@@ -224,11 +240,11 @@ impl AppBuilder {
             .map_err(|e| anyhow::anyhow!("bridge.url: {e}"))?;
             bridge.attach(client);
         }
-        let api = ApiState::new(
-            store.clone(),
+        let api = ApiState::new(crate::api::ApiParts {
+            store: store.clone(),
             records,
-            config.api.clone(),
-            ApiTokens {
+            config: config.api.clone(),
+            tokens: ApiTokens {
                 write: TokenSet::single(tokens.api.clone()),
                 read: TokenSet::new(
                     tokens
@@ -243,9 +259,10 @@ impl AppBuilder {
                 ]),
             },
             bridge,
-            tools.clone(),
-            metrics.clone(),
-        );
+            tools: tools.clone(),
+            metrics: metrics.clone(),
+            approvals,
+        });
         let retention = match config.retention.max_age()? {
             Some(age) => Some((
                 age,

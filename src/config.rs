@@ -194,6 +194,10 @@ pub struct ToolsConfig {
 pub struct ToolLimitsConfig {
     pub timeout_ms: Option<u64>,
     pub max_concurrency: Option<usize>,
+    /// When a call waits for a person's decision (`approvals::policy`).
+    pub approval: Option<crate::approvals::policy::ApprovalSetting>,
+    /// How long a held call waits before it is denied; default 10 minutes.
+    pub approval_timeout_ms: Option<u64>,
 }
 
 impl Default for ToolsConfig {
@@ -233,6 +237,11 @@ pub struct CommandToolConfig {
     /// Largest stdout accepted; more fails the call and stops the program.
     #[serde(default)]
     pub max_output_bytes: Option<usize>,
+    /// As in `[tools.limits.NAME]`: when a call waits for a person's decision.
+    #[serde(default)]
+    pub approval: Option<crate::approvals::policy::ApprovalSetting>,
+    #[serde(default)]
+    pub approval_timeout_ms: Option<u64>,
 }
 
 /// `[log]`

@@ -7,6 +7,7 @@
 //!
 //! Layout:
 //! - [`api`]: the run API (`/v1`): sessions, messages and resumable run streams over SSE.
+//! - [`approvals`]: human approval of tool calls (policies, held calls, decisions).
 //! - [`app`]: builds the daemon from a [`Config`] (listener, store, router) and runs it.
 //! - [`server`]: the HTTP/1.1 accept loop (connection cap, header timeout, `TCP_NODELAY`).
 //! - [`connect`]: the Connect unary protocol (codecs, errors), nothing domain-specific.
@@ -22,6 +23,7 @@
 
 pub mod api;
 pub mod app;
+pub mod approvals;
 pub mod auth;
 pub mod bridge;
 pub mod cli;

@@ -38,6 +38,8 @@ pub struct ApiConfig {
     /// How long `POST .../messages` retries a `Send` that the bridge refuses because the
     /// previous turn is still settling ("already has active run").
     pub send_settle_ms: u64,
+    /// Who decisions made with the API token are recorded as: `<namespace>/<label>`.
+    pub label: String,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +56,7 @@ impl Default for ApiConfig {
             slow_reader_ms: 30_000,
             max_body_bytes: 1024 * 1024,
             send_settle_ms: 5_000,
+            label: "api".into(),
         }
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::problem::{Problem, ProblemCode};
 use super::time::rfc3339_ms;
-use crate::store::records::ToolCallRecord;
+use crate::store::records::{ToolCallRecord, ToolOutcome};
 
 /// One stored run event, as read from the store.
 #[derive(Debug, Clone)]
@@ -102,6 +102,18 @@ pub enum Control {
     Reconnect { after_seq: u64, retry_ms: u64 },
     /// A stored event could not be read; the stream ends.
     StreamGap { after_seq: u64, reason: String },
+    /// A tool call of this run waits for a person: decide with `POST /v1/approvals/{id}`.
+    /// Sent on every (re)connect while it is pending.
+    ApprovalRequired {
+        approval: crate::approvals::ApprovalView,
+    },
+    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`.
+    ApprovalResolved {
+        approval_id: String,
+        decision: String,
+        by: Option<String>,
+        reason: Option<String>,
+    },
     /// The replay has caught up; what follows is live.
     UpToDate { last_seq: u64 },
 }
@@ -283,21 +295,32 @@ impl RunMapper {
                 == Some(true);
         if failed {
             // The last record of this call id in the run: retries reuse call ids.
-            let cut = self
+            let record = self
                 .records
                 .iter()
                 .rev()
-                .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
-                .filter(|r| r.cut_off);
-            if let Some(r) = cut {
-                return Durable::ToolOutcomeUnknown {
-                    tool_call_id: call_id,
-                    tool,
-                    reason: format!(
-                        "callbackd stopped the call mid-execution ({}): its effect is unknown",
-                        r.outcome.as_str()
-                    ),
-                };
+                .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()));
+            match record {
+                Some(r) if r.cut_off => {
+                    return Durable::ToolOutcomeUnknown {
+                        tool_call_id: call_id,
+                        tool,
+                        reason: format!(
+                            "callbackd stopped the call mid-execution ({}): its effect is unknown",
+                            r.outcome.as_str()
+                        ),
+                    }
+                }
+                // Held for approval and never run: denied (or expired), or cancelled.
+                Some(r) if matches!(r.outcome, ToolOutcome::Denied | ToolOutcome::Cancelled) => {
+                    return Durable::ToolCompleted {
+                        tool_call_id: call_id,
+                        tool,
+                        outcome: r.outcome.as_str(),
+                        duration_ms: started.map(|s| (at_ms - s).max(0)),
+                    }
+                }
+                _ => {}
             }
         }
         Durable::ToolCompleted {

@@ -10,6 +10,7 @@
 //! call (brief) or network I/O. The follow hub's forwarding task and retention run on the
 //! main runtime, started by `App::run_until`.
 
+mod approvals;
 pub mod bridge;
 mod caller;
 pub mod config;
@@ -51,6 +52,18 @@ use config::ApiConfig;
 use hub::FollowHub;
 use live_tokens::LiveTokens;
 
+/// What an [`ApiState`] is made of.
+pub struct ApiParts {
+    pub store: Arc<dyn Store>,
+    pub records: Arc<dyn RunRecords>,
+    pub config: ApiConfig,
+    pub tokens: ApiTokens,
+    pub bridge: BridgeSlot,
+    pub tools: ToolService,
+    pub metrics: crate::metrics::Metrics,
+    pub approvals: crate::approvals::Approvals,
+}
+
 /// What the API's handlers share. Cheap to clone.
 #[derive(Clone)]
 pub struct ApiState {
@@ -65,6 +78,7 @@ struct Inner {
     bridge: BridgeSlot,
     tools: ToolService,
     metrics: crate::metrics::Metrics,
+    approvals: crate::approvals::Approvals,
     streams: Arc<Semaphore>,
     live: LiveTokens,
     hub: OnceLock<FollowHub>,
@@ -76,15 +90,17 @@ struct Inner {
 }
 
 impl ApiState {
-    pub fn new(
-        store: Arc<dyn Store>,
-        records: Arc<dyn RunRecords>,
-        config: ApiConfig,
-        tokens: ApiTokens,
-        bridge: BridgeSlot,
-        tools: ToolService,
-        metrics: crate::metrics::Metrics,
-    ) -> Self {
+    pub fn new(parts: ApiParts) -> Self {
+        let ApiParts {
+            store,
+            records,
+            config,
+            tokens,
+            bridge,
+            tools,
+            metrics,
+            approvals,
+        } = parts;
         let streams = Arc::new(Semaphore::new(config.max_streams));
         ApiState {
             inner: Arc::new(Inner {
@@ -95,6 +111,7 @@ impl ApiState {
                 bridge,
                 tools,
                 metrics,
+                approvals,
                 streams,
                 live: LiveTokens::default(),
                 hub: OnceLock::new(),
@@ -132,6 +149,11 @@ impl ApiState {
 
     pub fn tools(&self) -> &ToolService {
         &self.inner.tools
+    }
+
+    /// Held tool calls and their decisions.
+    pub fn approvals(&self) -> &crate::approvals::Approvals {
+        &self.inner.approvals
     }
 
     /// Where streams and retention are counted (`GET /metrics`).

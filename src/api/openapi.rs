@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{json_response, messages, runs, sessions, ApiState};
+use super::{approvals, json_response, messages, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -122,6 +122,26 @@ pub const ROUTES: &[Route] = &[
         handler: || get(runs::events),
     },
     Route {
+        method: "get",
+        path: "/v1/approvals",
+        summary: "Approvals of held tool calls (`?state=pending`, the default, or `all`)",
+        request: None,
+        answer: Answer::Json(200, schema::<approvals::ApprovalList>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(approvals::list),
+    },
+    Route {
+        method: "post",
+        path: "/v1/approvals/{approval_id}",
+        summary: "Decide a pending approval: approve (the tool runs) or deny; 409 when decided",
+        request: Some(schema::<approvals::Decision>),
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(approvals::decide),
+    },
+    Route {
         method: "post",
         path: "/v1/runs/{run_id}/cancel",
         summary: "Cancel a run (CancelRun on the bridge)",
@@ -201,9 +221,14 @@ pub fn document() -> Value {
                     .then(|| json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}})),
             )
             .chain(
-                (r.path.ends_with("/events") || (r.method == "get" && r.path.ends_with("s")))
+                (r.path.ends_with("/events")
+                    || (r.method == "get" && r.path.ends_with("s") && !r.path.ends_with("approvals")))
                     .then(|| json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}})),
             )
+            .chain((r.method == "get" && r.path.ends_with("approvals")).then(|| {
+                json!({"name": "state", "in": "query", "schema": {"enum":
+                    ["pending", "approved", "denied", "expired", "cancelled", "all"]}})
+            }))
             .collect();
         op.insert("parameters".into(), Value::Array(params));
         if let Some(req) = r.request {

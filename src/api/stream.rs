@@ -160,6 +160,16 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     };
     let mut private: Option<Private> = None;
     let mut pos = plan.after;
+    // Approvals are state, not events: the pending ones of the run on every (re)connect.
+    let mut approvals = state.approvals().subscribe();
+    for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
+        out.frame(control_frame(
+            &Control::ApprovalRequired { approval },
+            run_id,
+            pos,
+        ))
+        .await?;
+    }
     let mut up_to_date_sent = false;
     // Counted as a follower (`/metrics`) from up_to_date until the stream ends.
     let mut _following: Option<Following> = None;
@@ -258,6 +268,21 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                 () = shutdown.cancelled() => {
                     return reconnect(out, state, run_id, pos).await;
                 }
+                event = approvals.recv() => match event {
+                    Ok(event) if event.is_for(&plan.ns, run_id) => {
+                        out.frame(control_frame(&approval_control(event), run_id, pos)).await?;
+                    }
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
+                            out.frame(control_frame(&Control::ApprovalRequired { approval }, run_id, pos))
+                                .await?;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        approvals = state.approvals().subscribe();
+                    }
+                },
             }
         }
         if run_doc_terminal {
@@ -270,6 +295,26 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                 return Ok(());
             }
         }
+    }
+}
+
+fn approval_control(event: crate::approvals::ApprovalEvent) -> Control {
+    match event {
+        crate::approvals::ApprovalEvent::Required { approval, .. } => {
+            Control::ApprovalRequired { approval }
+        }
+        crate::approvals::ApprovalEvent::Resolved {
+            approval_id,
+            decision,
+            by,
+            reason,
+            ..
+        } => Control::ApprovalResolved {
+            approval_id,
+            decision,
+            by,
+            reason,
+        },
     }
 }
 

@@ -35,6 +35,8 @@ pub struct RpcState {
     pub limits: UnaryLimits,
     /// Where tool calls are recorded for the run API (`None`: not recorded).
     pub records: Option<Arc<dyn RunRecords>>,
+    /// Where held calls wait for a decision (`None`: a held call is refused).
+    pub approvals: Option<crate::approvals::Approvals>,
     pub metrics: crate::metrics::Metrics,
 }
 

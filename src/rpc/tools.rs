@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
+use crate::approvals::Outcome;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
@@ -155,10 +156,27 @@ async fn handle(
             ),
         ));
     };
-    let record = match &state.records {
-        Some(records) => Recording::start(state, records.clone(), &ns, &call).await,
+    let held = tool.approval().holds(&call.args);
+    let run_id = match (&state.records, held) {
+        (None, false) => None,
+        _ => active_run(state, &ns, &call.agent_id).await,
+    };
+    let mut record = match &state.records {
+        Some(records) => Recording::start(records.clone(), &ns, &call, run_id.clone(), held).await,
         None => None,
     };
+    if held {
+        if let Some(denied) = wait_for_approval(state, &ns, &call, run_id, &tool).await {
+            if let Some(r) = record.take() {
+                r.finish_denied().await;
+            }
+            log.error = Some(denied.to_string());
+            return Ok((encode(req.codec, &error_result(&denied)), "denied"));
+        }
+        if let Some(r) = record.as_mut() {
+            r.resumed().await;
+        }
+    }
     let outcome = invoke(
         &tool,
         call.args,
@@ -186,41 +204,95 @@ async fn handle(
     Ok((encode(req.codec, &result), label))
 }
 
-/// A tool call's entry in the run API's record: started before the tool runs, ended
-/// (awaited) before the answer goes back, so the bridge's completion event is never visible
-/// before the record says how the call ended. Dropped unfinished (the bridge hung up and
-/// the call was aborted), it records the call as cancelled, cut off mid-execution.
+/// The agent's active run: a tool call names only the agent.
+async fn active_run(state: &RpcState, ns: &Namespace, agent_id: &str) -> Option<String> {
+    let doc = state
+        .store
+        .call(
+            ns,
+            StoreCall::AgentsGet {
+                agent_id: agent_id.to_string(),
+            },
+        )
+        .await
+        .ok()??;
+    serde_json::from_str::<Value>(&doc).ok().and_then(|d| {
+        d.get("activeRunId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
+/// Holds a call its tool's policy holds until a person decides (`approvals`). `None`: it
+/// was approved; else the error the model gets (denied, expired, or approvals unusable).
+async fn wait_for_approval(
+    state: &RpcState,
+    ns: &Namespace,
+    call: &ToolRequest,
+    run_id: Option<String>,
+    tool: &crate::tools::registry::RegisteredTool,
+) -> Option<ToolError> {
+    let Some(approvals) = &state.approvals else {
+        return Some(ToolError::failed(
+            "this call needs a person's approval, and approvals are not available here",
+        ));
+    };
+    let held = match approvals
+        .hold(
+            ns,
+            &call.agent_id,
+            run_id,
+            &call.tool_name,
+            call.tool_call_id.clone(),
+            &call.args,
+            tool.approval_timeout(),
+        )
+        .await
+    {
+        Ok(held) => held,
+        Err(e) => {
+            tracing::error!(target: "callbackd::tools", error = %e, "cannot record an approval");
+            return Some(ToolError::failed(
+                "this call needs a person's approval, and it could not be recorded; not run",
+            ));
+        }
+    };
+    match held.wait().await {
+        Outcome::Approved { by } => {
+            tracing::info!(target: "callbackd::tools", tool = %call.tool_name, %by, "approved");
+            None
+        }
+        Outcome::Denied { by, reason } => Some(ToolError::failed(format!(
+            "a person denied this call ({by}){}; it was not run",
+            reason.map(|r| format!(": {r}")).unwrap_or_default()
+        ))),
+        Outcome::Expired { after } => Some(ToolError::failed(format!(
+            "nobody approved this call within {} s, so it was denied and not run",
+            after.as_secs()
+        ))),
+    }
+}
+
+/// A tool call's entry in the run API's record: started before the tool runs (or before
+/// it waits for approval), ended (awaited) before the answer goes back, so the bridge's
+/// completion event is never visible before the record says how the call ended. Dropped
+/// unfinished (the bridge hung up and the call was aborted), it records the call as
+/// cancelled: cut off mid-execution if it had started.
 struct Recording {
     records: Arc<dyn RunRecords>,
     id: i64,
+    started: bool,
     done: bool,
 }
 
 impl Recording {
     async fn start(
-        state: &RpcState,
         records: Arc<dyn RunRecords>,
         ns: &Namespace,
         call: &ToolRequest,
+        run_id: Option<String>,
+        held: bool,
     ) -> Option<Recording> {
-        // The call names only the agent: its run is the agent's active one.
-        let run_id = match state
-            .store
-            .call(
-                ns,
-                StoreCall::AgentsGet {
-                    agent_id: call.agent_id.clone(),
-                },
-            )
-            .await
-        {
-            Ok(Some(doc)) => serde_json::from_str::<Value>(&doc).ok().and_then(|d| {
-                d.get("activeRunId")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            }),
-            _ => None,
-        };
         let start = ToolCallStart {
             agent_id: call.agent_id.clone(),
             run_id,
@@ -228,16 +300,37 @@ impl Recording {
             tool: call.tool_name.clone(),
             started_at_ms: now_ms(),
         };
-        match records.tool_call_started(ns, start).await {
+        match records.tool_call_started(ns, start, held).await {
             Ok(id) => Some(Recording {
                 records,
                 id,
+                started: !held,
                 done: false,
             }),
             Err(e) => {
                 tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call");
                 None
             }
+        }
+    }
+
+    /// The held call was approved: it starts now.
+    async fn resumed(&mut self) {
+        self.started = true;
+        if let Err(e) = self.records.tool_call_resumed(self.id).await {
+            tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's start");
+        }
+    }
+
+    /// The held call was denied (or its approval expired): it never ran.
+    async fn finish_denied(mut self) {
+        self.done = true;
+        if let Err(e) = self
+            .records
+            .tool_call_ended(self.id, ToolOutcome::Denied, false, now_ms())
+            .await
+        {
+            tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
         }
     }
 
@@ -264,11 +357,11 @@ impl Drop for Recording {
         if self.done {
             return;
         }
-        let (records, id) = (self.records.clone(), self.id);
+        let (records, id, cut_off) = (self.records.clone(), self.id, self.started);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 let _ = records
-                    .tool_call_ended(id, ToolOutcome::Cancelled, true, now_ms())
+                    .tool_call_ended(id, ToolOutcome::Cancelled, cut_off, now_ms())
                     .await;
             });
         }

@@ -5,6 +5,7 @@
 //! Documents travel as JSON text ([`JsonText`]) end to end: what the bridge sent is what is
 //! stored and what it reads back, byte for byte, without a parse/serialise round trip.
 
+pub mod approvals;
 mod call;
 mod cursor;
 pub mod dump;

@@ -10,8 +10,12 @@ use super::{BoxFuture, Namespace, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolOutcome {
+    /// Held for a person's decision; it has not started.
+    Awaiting,
     /// Still running (or, after a restart, see [`ToolOutcome::Interrupted`]).
     Running,
+    /// A person denied it, or its approval expired: it never ran.
+    Denied,
     Ok,
     /// The tool ran (or was refused its arguments) and answered an error result.
     Error,
@@ -26,7 +30,9 @@ pub enum ToolOutcome {
 impl ToolOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
+            ToolOutcome::Awaiting => "awaiting",
             ToolOutcome::Running => "running",
+            ToolOutcome::Denied => "denied",
             ToolOutcome::Ok => "ok",
             ToolOutcome::Error => "error",
             ToolOutcome::Timeout => "timeout",
@@ -38,6 +44,8 @@ impl ToolOutcome {
     pub fn parse(s: &str) -> ToolOutcome {
         match s {
             "ok" => ToolOutcome::Ok,
+            "awaiting" => ToolOutcome::Awaiting,
+            "denied" => ToolOutcome::Denied,
             "error" => ToolOutcome::Error,
             "timeout" => ToolOutcome::Timeout,
             "cancelled" => ToolOutcome::Cancelled,
@@ -82,11 +90,16 @@ pub struct PruneReport {
 /// The run API's records, per namespace.
 pub trait RunRecords: Send + Sync + 'static {
     /// Records a starting tool call; returns its record id.
+    /// Records a starting tool call (`held`: waiting for approval first); returns its id.
     fn tool_call_started(
         &self,
         ns: &Namespace,
         call: ToolCallStart,
+        held: bool,
     ) -> BoxFuture<'_, Result<i64, StoreError>>;
+
+    /// A held call (recorded [`ToolOutcome::Awaiting`]) was approved and starts now.
+    fn tool_call_resumed(&self, id: i64) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// Records how call `id` ended.
     fn tool_call_ended(
@@ -132,7 +145,8 @@ pub trait RunRecords: Send + Sync + 'static {
         batch: usize,
     ) -> BoxFuture<'_, Result<PruneReport, StoreError>>;
 
-    /// Marks calls left `running` by a daemon that stopped as interrupted (at start).
+    /// At start: calls left `running` by a daemon that stopped are interrupted (cut off);
+    /// calls left awaiting approval are cancelled (they never ran).
     fn interrupt_running_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>>;
 }
 

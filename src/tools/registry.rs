@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 use super::command::CommandTool;
 use super::schema::{Schema, SchemaError};
 use super::Tool;
+use crate::approvals::policy::ApprovalPolicy;
 use crate::config::{ToolLimitsConfig, ToolsConfig};
 
 /// Limits a tool gets unless it sets its own.
@@ -69,6 +70,9 @@ pub struct RegisteredTool {
     pub(super) output: Option<Schema>,
     timeout: Duration,
     max_concurrency: usize,
+    /// When a call waits for a person (`[tools.limits.NAME] approval`), and for how long.
+    approval: ApprovalPolicy,
+    approval_timeout: Duration,
     /// One permit per call allowed to run at once.
     pub(super) slots: Arc<Semaphore>,
 }
@@ -88,6 +92,14 @@ impl RegisteredTool {
 
     pub fn max_concurrency(&self) -> usize {
         self.max_concurrency
+    }
+
+    pub fn approval(&self) -> &ApprovalPolicy {
+        &self.approval
+    }
+
+    pub fn approval_timeout(&self) -> Duration {
+        self.approval_timeout
     }
 
     /// The `CustomToolDefinition` for the bridge: `description` (left out when empty, as
@@ -143,6 +155,18 @@ impl ToolRegistry {
         registry.overrides = config.limits.clone();
         let mut candidates = builtins;
         for c in &config.command {
+            // A command tool's own approval keys are its `[tools.limits.NAME]` ones.
+            if c.approval.is_some() || c.approval_timeout_ms.is_some() {
+                let set = registry.overrides.entry(c.name.clone()).or_default();
+                if set.approval.is_some() && c.approval.is_some() {
+                    return Err(RegistryError::Invalid {
+                        tool: c.name.clone(),
+                        reason: "approval is set both on the command and in [tools.limits]".into(),
+                    });
+                }
+                set.approval = set.approval.take().or_else(|| c.approval.clone());
+                set.approval_timeout_ms = set.approval_timeout_ms.or(c.approval_timeout_ms);
+            }
             let tool = CommandTool::from_config(c).map_err(|reason| RegistryError::Invalid {
                 tool: c.name.clone(),
                 reason,
@@ -227,6 +251,27 @@ impl ToolRegistry {
                 reason: "max_concurrency must be at least 1".into(),
             });
         }
+        let approval = match &set.approval {
+            Some(setting) => {
+                ApprovalPolicy::compile(setting, input.as_value()).map_err(|reason| {
+                    RegistryError::Invalid {
+                        tool: name.clone(),
+                        reason,
+                    }
+                })?
+            }
+            None => ApprovalPolicy::Never,
+        };
+        if set.approval_timeout_ms == Some(0) {
+            return Err(RegistryError::Invalid {
+                tool: name,
+                reason: "approval_timeout_ms must be at least 1".into(),
+            });
+        }
+        let approval_timeout = set.approval_timeout_ms.map_or(
+            crate::approvals::policy::DEFAULT_TIMEOUT,
+            Duration::from_millis,
+        );
         let entry = RegisteredTool {
             tool,
             name: name.clone(),
@@ -234,6 +279,8 @@ impl ToolRegistry {
             output,
             timeout,
             max_concurrency,
+            approval,
+            approval_timeout,
             slots: Arc::new(Semaphore::new(max_concurrency)),
         };
         self.tools.insert(name, Arc::new(entry));

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod approvals;
 mod backup;
 mod connect_errors;
 mod crash;

@@ -718,7 +718,7 @@ async fn tools_limits_in_the_config_override_a_plugins_own_limits() {
                 "sleepy".into(),
                 callbackd::config::ToolLimitsConfig {
                     timeout_ms: Some(200),
-                    max_concurrency: None,
+                    ..Default::default()
                 },
             );
         },
@@ -740,7 +740,7 @@ fn tools_limits_for_a_tool_that_does_not_exist_are_a_startup_error() {
         "memroy".into(),
         callbackd::config::ToolLimitsConfig {
             timeout_ms: Some(1000),
-            max_concurrency: None,
+            ..Default::default()
         },
     );
     let err = callbackd::App::builder(config)

@@ -26,6 +26,7 @@ pub fn delete_agents(conn: &Connection, ns: &str, ids: &str) -> Result<(), Store
         "checkpoints",
         "memory_notes",
         "tool_calls",
+        "approvals",
         "agents",
     ] {
         conn.prepare_cached(&format!(

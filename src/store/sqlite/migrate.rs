@@ -14,6 +14,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0002_run_api",
         include_str!("../../../migrations/0002_run_api.sql"),
     ),
+    (
+        "0003_approvals",
+        include_str!("../../../migrations/0003_approvals.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -7,6 +7,7 @@
 //! `read_with` closures run on tokio's blocking threads.
 
 mod agents;
+mod approvals;
 mod cascade;
 pub mod check;
 mod checkpoints;

@@ -22,12 +22,13 @@ impl RunRecords for SqliteStore {
         &self,
         ns: &Namespace,
         call: ToolCallStart,
+        held: bool,
     ) -> BoxFuture<'_, Result<i64, StoreError>> {
         let ns = ns.as_str().to_string();
         Box::pin(self.write_with(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO tool_calls (ns, agent_id, run_id, tool_call_id, tool, started_at, \
-                 outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')",
+                 outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 ns,
@@ -35,9 +36,20 @@ impl RunRecords for SqliteStore {
                 call.run_id,
                 call.tool_call_id,
                 call.tool,
-                call.started_at_ms
+                call.started_at_ms,
+                if held { "awaiting" } else { "running" }
             ])?;
             Ok(conn.last_insert_rowid())
+        }))
+    }
+
+    fn tool_call_resumed(&self, id: i64) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.write_with(move |conn| {
+            conn.prepare_cached(
+                "UPDATE tool_calls SET outcome = 'running', started_at = ?2 WHERE id = ?1",
+            )?
+            .execute(params![id, now_ms()])?;
+            Ok(())
         }))
     }
 
@@ -203,12 +215,18 @@ impl RunRecords for SqliteStore {
 
     fn interrupt_running_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(self.write_with(|conn| {
-            Ok(conn
+            let interrupted = conn
                 .prepare_cached(
                     "UPDATE tool_calls SET outcome = 'interrupted', cut_off = 1, \
                      ended_at = coalesce(ended_at, ?1) WHERE outcome = 'running'",
                 )?
-                .execute(params![now_ms()])? as u64)
+                .execute(params![now_ms()])? as u64;
+            conn.prepare_cached(
+                "UPDATE tool_calls SET outcome = 'cancelled', cut_off = 0, \
+                 ended_at = coalesce(ended_at, ?1) WHERE outcome = 'awaiting'",
+            )?
+            .execute(params![now_ms()])?;
+            Ok(interrupted)
         }))
     }
 }

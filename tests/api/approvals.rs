@@ -1,0 +1,326 @@
+//! Human approval of tool calls (issue 15) against the real server: the bridge's tool call
+//! is a CallCustomTool that waits; the person is the run API.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{agent, run, Framing, TestApp, TOOL_PATH};
+use crate::sse::Frame;
+
+const T: Duration = Duration::from_secs(10);
+
+fn deploy_tool(extra: &str) -> callbackd::config::CommandToolConfig {
+    toml::from_str(&format!(
+        r#"
+name = "deploy"
+description = "Deploys"
+argv = ["sh", "-c", "echo '{{\"deployed\": true}}'"]
+input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
+{extra}
+"#
+    ))
+    .unwrap()
+}
+
+async fn spawn(extra: &str) -> Arc<TestApp> {
+    let tool = deploy_tool(extra);
+    let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
+    let mut a = agent("a1", "/ws", 1_780_000_000_000);
+    a["activeRunId"] = json!("r1");
+    app.store_ok("agents", "create", json!({"agent": a})).await;
+    let mut r = run("a1", "r1", 1);
+    r["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": r})).await;
+    Arc::new(app)
+}
+
+/// The bridge's tool call, in a task of its own (it waits for the decision).
+fn call(app: &Arc<TestApp>, env: &str, call_id: &str) -> tokio::task::JoinHandle<Value> {
+    let app = app.clone();
+    let body =
+        json!({"toolName": "deploy", "args": {"env": env}, "toolCallId": call_id, "agentId": "a1"});
+    tokio::spawn(async move {
+        let auth = format!("Bearer {}", app.tool_token);
+        let r = app
+            .request(
+                "POST",
+                TOOL_PATH,
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", &auth),
+                ],
+                body.to_string(),
+                Framing::Chunked,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["result"].clone()
+    })
+}
+
+async fn pending(app: &TestApp) -> Vec<Value> {
+    for _ in 0..200 {
+        let list = app.api_get("/v1/approvals").await.json();
+        let items = list["approvals"].as_array().cloned().unwrap_or_default();
+        if !items.is_empty() {
+            return items;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no pending approval appeared");
+}
+
+async fn decide(app: &TestApp, id: &str, body: &str) -> crate::helpers::Resp {
+    let token = app.api_token.clone();
+    app.api("POST", &format!("/v1/approvals/{id}"), Some(&token), body)
+        .await
+}
+
+#[tokio::test]
+async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() {
+    let app = spawn(r#"approval = "always""#).await;
+    let mut s = app.stream("r1", None).await;
+    assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
+    let task = call(&app, "prod", "toolu_1");
+    let required = s.next(T).await.unwrap();
+    assert_eq!(required.kind(), "approval_required", "{required:?}");
+    assert!(
+        matches!(required, Frame::Event { id: None, .. }),
+        "not a numbered event"
+    );
+    let card = required.data().unwrap()["approval"].clone();
+    assert_eq!(card["tool"], "deploy");
+    assert_eq!(card["tool_call_id"], "toolu_1");
+    assert_eq!(card["args"], json!({"env": "prod"}));
+    assert!(card["expires_at"].as_str().unwrap().ends_with('Z'));
+    // A stream opened after the approval was raised still shows it.
+    let mut late = app.stream("r1", None).await;
+    assert_eq!(late.next(T).await.unwrap().kind(), "approval_required");
+    let listed = pending(&app).await;
+    assert_eq!(listed[0]["id"], card["id"]);
+    assert!(!task.is_finished(), "the call ran before it was approved");
+    let id = card["id"].as_str().unwrap().to_string();
+    let r = decide(
+        &app,
+        &id,
+        r#"{"decision": "approve", "reason": "looks fine"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["state"], "approved");
+    assert_eq!(r.json()["decided_by"], "default/api");
+    let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
+    assert_eq!(result["deployed"], true, "{result}");
+    let resolved = s.next(T).await.unwrap();
+    assert_eq!(resolved.kind(), "approval_resolved");
+    assert_eq!(resolved.data().unwrap()["decision"], "approved");
+    assert_eq!(resolved.data().unwrap()["approval_id"], id.as_str());
+    // Decided: a second decision is 409 and says what happened.
+    let again = decide(&app, &id, r#"{"decision": "deny"}"#).await;
+    assert_eq!(again.status, 409);
+    assert!(again.json()["detail"]
+        .as_str()
+        .unwrap()
+        .contains("approved by default/api"));
+    assert!(app.api_get("/v1/approvals").await.json()["approvals"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let all = app.api_get("/v1/approvals?state=all").await.json();
+    assert_eq!(all["approvals"][0]["reason"], "looks fine");
+    let state = app.api_get("/v1/runs/r1").await.json();
+    assert_eq!(state["tool_calls"][0]["outcome"], "ok");
+}
+
+#[tokio::test]
+async fn a_denial_and_a_timeout_give_the_model_an_error_and_never_run_the_tool() {
+    let app = spawn("approval = \"always\"\napproval_timeout_ms = 400").await;
+    let task = call(&app, "prod", "toolu_1");
+    let id = pending(&app).await[0]["id"].as_str().unwrap().to_string();
+    let r = decide(
+        &app,
+        &id,
+        r#"{"decision": "deny", "reason": "not on a Friday"}"#,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
+    assert_eq!(result["isError"], true, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("denied") && text.contains("default/api") && text.contains("not on a Friday"),
+        "{text}"
+    );
+    // No decision within approval_timeout_ms: denied.
+    let task = call(&app, "prod", "toolu_2");
+    let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(text.contains("nobody approved"), "{text}");
+    let all = app.api_get("/v1/approvals?state=all").await.json();
+    let states: Vec<&str> = all["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["denied", "expired"]);
+    let expired = all["approvals"][1]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        decide(&app, &expired, r#"{"decision": "approve"}"#)
+            .await
+            .status,
+        409
+    );
+    let calls = app.api_get("/v1/runs/r1").await.json()["tool_calls"].clone();
+    assert_eq!(calls[0]["outcome"], "denied");
+    assert_eq!(calls[1]["outcome"], "denied");
+}
+
+#[tokio::test]
+async fn a_rule_lets_dev_through_and_holds_prod() {
+    let app = spawn(r#"approval = { pointer = "/env", values = ["prod"] }"#).await;
+    let dev = tokio::time::timeout(T, call(&app, "dev", "toolu_1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(dev["deployed"], true);
+    let prod = call(&app, "prod", "toolu_2");
+    let held = pending(&app).await;
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0]["args"]["env"], "prod");
+    assert!(!prod.is_finished());
+    prod.abort();
+}
+
+#[tokio::test]
+async fn a_dropped_bridge_call_cancels_its_approval() {
+    let app = spawn(r#"approval = "always""#).await;
+    let mut s = app.stream("r1", None).await;
+    assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
+    let task = call(&app, "prod", "toolu_1");
+    assert_eq!(s.next(T).await.unwrap().kind(), "approval_required");
+    task.abort(); // the bridge hangs up
+    let resolved = s.next(T).await.unwrap();
+    assert_eq!(resolved.kind(), "approval_resolved");
+    assert_eq!(resolved.data().unwrap()["decision"], "cancelled");
+    let all = app.api_get("/v1/approvals?state=all").await.json();
+    assert_eq!(all["approvals"][0]["state"], "cancelled");
+}
+
+#[tokio::test]
+async fn bad_decisions_and_other_namespaces_get_problems() {
+    let app = spawn(r#"approval = "always""#).await;
+    let task = call(&app, "prod", "toolu_1");
+    let id = pending(&app).await[0]["id"].as_str().unwrap().to_string();
+    let token = app.api_token.clone();
+    let read = app.api_read_token.clone();
+    for (body, status, code) in [
+        (r#"{"decision": "maybe"}"#, 400, "invalid_argument"),
+        (
+            r#"{"decision": "approve", "extra": 1}"#,
+            400,
+            "invalid_argument",
+        ),
+        ("not json", 400, "invalid_argument"),
+        (r#"{}"#, 400, "invalid_argument"),
+    ] {
+        let r = app
+            .api("POST", &format!("/v1/approvals/{id}"), Some(&token), body)
+            .await;
+        assert_eq!(r.status, status, "{body}: {}", r.text());
+        assert_eq!(r.json()["code"], code);
+    }
+    let r = app
+        .api(
+            "POST",
+            "/v1/approvals/appr_nope",
+            Some(&token),
+            r#"{"decision": "approve"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    let r = app
+        .api(
+            "POST",
+            &format!("/v1/approvals/{id}"),
+            Some(&read),
+            r#"{"decision": "approve"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let r = app
+        .api("GET", "/v1/approvals?state=bogus", Some(&token), "")
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(pending(&app).await.len(), 1, "nothing above decided it");
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_rule_on_an_argument_no_schema_declares_is_a_startup_error() {
+    let tool = deploy_tool(r#"approval = { pointer = "/enviroment", values = ["prod"] }"#);
+    let mut config = callbackd::config::Config::default();
+    config.server.listen = "127.0.0.1:0".into();
+    let dir = tempfile::tempdir().unwrap();
+    config.store.path = dir.path().join("x.db");
+    config.tools.command.push(tool);
+    let err = match callbackd::App::build(config).await {
+        Ok(_) => panic!("a policy on an undeclared argument was accepted"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        err.contains("deploy") && err.contains("/enviroment"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_while_an_approval_is_pending_cancels_it() {
+    let tool = deploy_tool(r#"approval = "always""#);
+    let app = TestApp::spawn_with(move |c| {
+        c.tools.command.push(tool);
+        c.server.shutdown_grace_ms = 300;
+    })
+    .await;
+    let mut a = agent("a1", "/ws", 1_780_000_000_000);
+    a["activeRunId"] = json!("r1");
+    app.store_ok("agents", "create", json!({"agent": a})).await;
+    let mut r = run("a1", "r1", 1);
+    r["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": r})).await;
+    // The bridge's call, on a connection of its own that outlives nothing but the daemon.
+    let (addr, auth) = (app.addr, format!("Bearer {}", app.tool_token));
+    let bridge = tokio::spawn(async move {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let body = json!({"toolName": "deploy", "args": {"env": "prod"}, "toolCallId": "toolu_1", "agentId": "a1"});
+        let req = http::Request::post(TOOL_PATH)
+            .header("host", addr.to_string())
+            .header("content-type", "application/json")
+            .header("authorization", auth)
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                body.to_string(),
+            )))
+            .unwrap();
+        sender.send_request(req).await.map(|r| r.status())
+    });
+    pending(&app).await;
+    let tool = deploy_tool(r#"approval = "always""#);
+    let dir = app.stop().await;
+    let _ = bridge.await;
+    let app = TestApp::spawn_in(dir, move |c| c.tools.command.push(tool)).await;
+    let all = app.api_get("/v1/approvals?state=all").await.json();
+    assert_eq!(all["approvals"][0]["state"], "cancelled", "{all}");
+    let calls = app.api_get("/v1/runs/r1").await.json()["tool_calls"].clone();
+    assert_eq!(calls[0]["outcome"], "cancelled", "{calls}");
+    assert_eq!(
+        calls[0]["cut_off"], false,
+        "it never ran: its effect is known"
+    );
+}
