@@ -1,0 +1,155 @@
+"""Issue 15, end to end: a command tool that needs approval, with `callbackd run -- <real
+bridge>` and the fake backend. The run shows approval_required; an approval over the API runs
+the tool and the run finishes with its result; a denial and a timeout give the model an error
+result and the run still finishes; a rule lets dev calls through and holds prod ones; a
+stream opened after the approval was raised shows it; a restart of callbackd while an
+approval is pending ends the call as cancelled, and the stream says so.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+import time
+import tomllib
+
+import harness as h
+from test_run_api_e2e import Api, ApiStack, frames, read_all
+
+DEPLOY = """
+[[tools.command]]
+name = "deploy"
+description = "Deploys to an environment"
+argv = ["sh", "-c", "echo '{{\\"deployed\\": true}}'"]
+input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
+approval = {{ pointer = "/env", values = ["prod"] }}
+approval_timeout_ms = {timeout}
+"""
+
+
+def stack(env, tmp, args: dict, timeout: int = 60000) -> ApiStack:
+    return ApiStack(env, tmp, scenario="tool", config=DEPLOY.format(timeout=timeout),
+                    backend_env={"FB_TOOL_NAME": "deploy", "FB_TOOL_ARGS": json.dumps(args)})
+
+
+def until_approval(resp) -> tuple[dict, list]:
+    seen = []
+    for kind, i, d, raw in frames(resp):
+        seen.append((kind, i, d, raw))
+        if kind == "event" and d["type"] == "approval_required":
+            assert i is None, "an approval is not a numbered event"
+            return d["approval"], seen
+    raise AssertionError(f"no approval_required in {seen}")
+
+
+def events(fs) -> list[dict]:
+    return [d for k, _, d, _ in fs if k == "event"]
+
+
+def test_approve_runs_the_tool_and_a_late_stream_sees_the_card(setup_env, tmp_path):
+    s = stack(setup_env, tmp_path, {"env": "prod"})
+    sid = s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "deploy with the tool"})
+    card, seen = until_approval(r)
+    assert card["tool"] == "deploy" and card["args"] == {"env": "prod"} and card["expires_at"]
+    run_id = events(seen)[0]["run_id"]
+    # A stream opened after the approval was raised still shows it.
+    c2, r2 = s.api.open("GET", f"/v1/runs/{run_id}/stream")
+    late, _ = until_approval(r2)
+    assert late["id"] == card["id"]
+    c2.close()
+    status, listed = s.api.call("GET", "/v1/approvals?state=pending")
+    assert [a["id"] for a in listed["approvals"]] == [card["id"]]
+    status, decided = s.api.call("POST", f"/v1/approvals/{card['id']}", {"decision": "approve"})
+    assert status == 200 and decided["state"] == "approved", decided
+    rest = events(read_all(r, limit=60))
+    c.close()
+    kinds = [e["type"] for e in rest]
+    assert "approval_resolved" in kinds and kinds[-1] == "completed", kinds
+    tool = [e for e in rest if e["type"] == "tool_completed"][0]
+    assert tool["outcome"] == "ok" and tool["tool"] == "deploy"
+    assert "deployed" in rest[-1]["output"] and rest[-1]["status"] == "finished"
+
+
+def test_deny_and_timeout_give_the_model_an_error_and_the_run_finishes(setup_env, tmp_path):
+    s = stack(setup_env, tmp_path, {"env": "prod"}, timeout=1500)
+    sid = s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "deploy with the tool"})
+    card, _ = until_approval(r)
+    status, _ = s.api.call("POST", f"/v1/approvals/{card['id']}", {"decision": "deny", "reason": "freeze"})
+    assert status == 200
+    rest = events(read_all(r, limit=60))
+    c.close()
+    tool = [e for e in rest if e["type"] == "tool_completed"][0]
+    assert tool["outcome"] == "denied", rest
+    assert rest[-1]["type"] == "completed" and rest[-1]["status"] == "finished"
+    assert "denied" in rest[-1]["output"] and "freeze" in rest[-1]["output"], rest[-1]
+    # Nobody decides: after approval_timeout_ms the call is denied.
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "deploy with the tool again"})
+    rest = events(read_all(r, limit=60))
+    c.close()
+    resolved = [e for e in rest if e["type"] == "approval_resolved"]
+    assert resolved and resolved[0]["decision"] == "expired", rest
+    assert rest[-1]["type"] == "completed" and "nobody approved" in rest[-1]["output"]
+
+
+def test_a_rule_lets_dev_calls_through(setup_env, tmp_path):
+    s = stack(setup_env, tmp_path, {"env": "dev"})
+    sid = s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "deploy with the tool"})
+    rest = events(read_all(r, limit=60))
+    c.close()
+    assert "approval_required" not in [e["type"] for e in rest]
+    assert [e for e in rest if e["type"] == "tool_completed"][0]["outcome"] == "ok"
+
+
+def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_env, tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = h.FakeBackend(setup_env, tmp_path, "tool",
+                            extra_env={"FB_TOOL_NAME": "deploy", "FB_TOOL_ARGS": json.dumps({"env": "prod"})})
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    config = tmp_path / "callbackd.toml"
+    config.write_text(DEPLOY.format(timeout=60000))
+    ws = tmp_path / "ws"
+    store_token, tool_token = h.rand_token(), h.rand_token()
+    daemon = h.Callbackd(tmp_path, db, store_token, tool_token)
+
+    def start():
+        daemon.proc = h.Proc("callbackd", [h.callbackd_bin(), "serve", "--listen", f"127.0.0.1:{port}",
+                                           "--db", db, "--config", config], tmp_path / "logs", cwd=tmp_path,
+                             env={"CALLBACKD_STORE_TOKEN": store_token, "CALLBACKD_TOOL_TOKEN": tool_token})
+        daemon.ready = json.loads(daemon.proc.wait_for_line("callbackd ready ", timeout=30))
+        daemon.url = daemon.ready["url"]
+
+    start()
+    bridge = h.Bridge(setup_env, tmp_path, ws, backend, daemon)
+    decl = {"deploy": {"description": "Deploys", "inputSchema": {
+        "type": "object", "properties": {"env": {"type": "string"}}}}}
+    aid = bridge.client.create_agent(ws, custom_tools=decl)
+    t = threading.Thread(target=lambda: bridge.client.send(aid, "deploy with the tool", timeout=120), daemon=True)
+    t.start()
+    api = Api(daemon.url, tomllib.loads((db.parent / "callbackd.tokens").read_text())["api_token"])
+    deadline = time.monotonic() + 30
+    pending = []
+    while not pending and time.monotonic() < deadline:
+        pending = api.call("GET", "/v1/approvals")[1].get("approvals", [])
+        time.sleep(0.05)
+    assert pending, "the call was never held"
+    run_id = pending[0]["run_id"]
+    daemon.proc.stop(signal.SIGTERM)
+    start()
+    t.join(timeout=90)
+    status, all_ = api.call("GET", "/v1/approvals?state=all")
+    assert all_["approvals"][0]["state"] == "cancelled", all_
+    c, r = api.open("GET", f"/v1/runs/{run_id}/stream")
+    evs = events(read_all(r, limit=60))
+    c.close()
+    tool = [e for e in evs if e["type"] in ("tool_completed", "tool_outcome_unknown")]
+    assert tool and tool[0]["type"] == "tool_completed" and tool[0]["outcome"] == "cancelled", evs
+    assert evs[-1]["type"] in ("completed", "error")
+    bridge.stop()
+    daemon.proc.stop()
