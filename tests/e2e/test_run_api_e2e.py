@@ -146,6 +146,17 @@ def test_a_tool_turn_streams_typed_events_tokens_and_replays_byte_equal(setup_en
     c.close()
     status, runs = s.api.call("GET", f"/v1/sessions/{sid}/runs")
     assert [r["status"] for r in runs["runs"]] == ["finished", "finished"]
+    # `callbackd prune`, while the daemon runs: the run's events go, its state stays, and a
+    # replay that needs them is 410.
+    out = subprocess.run([str(h.callbackd_bin()), "prune", "--db", str(s.db), "--older-than", "0s"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "pruned the events of 2 runs" in out.stdout, out.stdout
+    c, r = s.api.open("GET", f"/v1/runs/{run_id}/stream")
+    assert r.status == 410 and json.loads(r.read())["code"] == "replay_expired"
+    c.close()
+    status, state = s.api.call("GET", f"/v1/runs/{run_id}")
+    assert status == 200 and state["status"] == "finished" and state["events_expired_through"] == ids[-1]
 
 
 def test_thinking_and_error_scenarios(setup_env, tmp_path):
@@ -164,6 +175,22 @@ def test_thinking_and_error_scenarios(setup_env, tmp_path):
     last = [d for kind, _, d, _ in fs if kind == "event"][-1]
     assert last["type"] == "error" and last["status"] == "error"
     assert "rate limited" in last["problem"]["detail"] and last["problem"]["code"] == "resource_exhausted"
+
+
+def test_a_turn_the_backend_fails_after_its_tool_ends_in_error(setup_env, tmp_path):
+    """toolerror: the backend fails after the tool call; the bridge retries the whole turn
+    (4 attempts, tool included) and ends the run ERROR with its failure text."""
+    s = ApiStack(setup_env, tmp_path, scenario="toolerror")
+    sid = s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "call the echo tool"})
+    fs = read_all(r, limit=120)
+    c.close()
+    evs = [d for k, _, d, _ in fs if k == "event"]
+    assert [e["type"] for e in evs].count("tool_started") == 4, [e["type"] for e in evs]
+    last = evs[-1]
+    assert last["type"] == "error" and last["problem"]["detail"], last
+    ids = [i for i, _ in durable(fs)]
+    assert ids == list(range(1, len(ids) + 1))
 
 
 SLOW = """
