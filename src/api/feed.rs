@@ -176,12 +176,14 @@ impl RunCtx<'_> {
 impl Feed {
     /// The frames after `pos` (at most a page more than the window holds); empty when there
     /// is nothing new. `private` is the stream's own mapper, used (and kept at `pos`) when
-    /// the window does not cover `pos`.
+    /// the window does not cover `pos`. `known`: the last seq an append notification named;
+    /// when the feed has mapped that far, the store is not asked again (`None`: ask).
     pub async fn after(
         &self,
         ctx: &RunCtx<'_>,
         pos: u64,
         private: &mut Option<Private>,
+        known: Option<u64>,
     ) -> Result<Vec<Frame>, FeedError> {
         let mut st = self.state.lock().await;
         let covered = st.mapper.is_some()
@@ -205,7 +207,8 @@ impl Feed {
             st.next = pos;
             st.recent.clear();
         }
-        if st.next == pos {
+        let caught_up = known.is_some_and(|k| st.next >= k);
+        if st.next == pos && !caught_up {
             let events = ctx.page(st.next).await?;
             let FeedState {
                 mapper,
@@ -222,7 +225,10 @@ impl Feed {
                 }
             }
         }
-        Ok(st.recent.iter().filter(|f| f.seq > pos).cloned().collect())
+        // The window holds consecutive seqs: the frames after `pos` are its tail.
+        let first = st.recent.front().map_or(pos + 1, |f| f.seq);
+        let skip = (pos + 1).saturating_sub(first) as usize;
+        Ok(st.recent.iter().skip(skip).cloned().collect())
     }
 
     /// One page after `pos` made with the stream's own mapper.

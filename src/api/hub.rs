@@ -87,8 +87,9 @@ async fn forward(runs: Runs, mut notices: broadcast::Receiver<EventAppended>) {
             }
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
+                // Unknown seqs: u64::MAX makes every follower read the store.
                 for e in runs.values() {
-                    e.tx.send_modify(|_| {});
+                    e.tx.send_replace(u64::MAX);
                 }
             }
             Err(broadcast::error::RecvError::Closed) => return,

@@ -170,6 +170,8 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
         ))
         .await?;
     }
+    // The last seq a notification named since the last store read (`None`: read anyway).
+    let mut known: Option<u64> = None;
     let mut up_to_date_sent = false;
     // Counted as a follower (`/metrics`) from up_to_date until the stream ends.
     let mut _following: Option<Following> = None;
@@ -177,7 +179,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     loop {
         // 1. Everything stored after the position (from the run's shared feed).
         loop {
-            let frames = match follow.feed.after(&ctx, pos, &mut private).await {
+            let frames = match follow.feed.after(&ctx, pos, &mut private, known).await {
                 Ok(frames) => frames,
                 Err(FeedError::Gap { after_seq, reason }) => {
                     return gap(out, run_id, after_seq.max(pos), &reason).await
@@ -238,6 +240,9 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                 changed = follow.rx.changed() => {
                     if changed.is_err() {
                         tokio::time::sleep(FALLBACK_READ).await;
+                        known = None;
+                    } else {
+                        known = Some(*follow.rx.borrow_and_update());
                     }
                     break;
                 }
@@ -253,6 +258,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                     }
                     // Re-read as a fallback; also notices a run document turned terminal.
                     if Instant::now() >= fallback_at {
+                        known = None;
                         run_doc_terminal = reader
                             .run(run_id)
                             .await
