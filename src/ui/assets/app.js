@@ -298,7 +298,7 @@ async function runPage({ runId, send }) {
   if (send) {
     model.sessionId = send.sessionId;
     model.status = "queued";
-    view.el.querySelector(".run-head")?.after(h("p.you", {}, h("span.who", {}, "you"), " ", send.text));
+    view.list.before(h("p.you", {}, h("span.who", {}, "you"), " ", send.text));
   }
   view.render();
   if (runId) {

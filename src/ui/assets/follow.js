@@ -219,7 +219,7 @@ export class Follower {
     } finally {
       clearTimeout(idle);
     }
-    if (reconnectAfter !== null) return { retry: true, retryMs: reconnectAfter, progress: true, why: "the server rotated the stream" };
+    if (reconnectAfter !== null) return { retry: true, retryMs: reconnectAfter, progress: true, why: "the server closed the stream and asked for a reconnect" };
     return { retry: true, why: "the stream ended before the run did", progress: this.lastSeq > before };
   }
 
