@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::Value;
 
-use super::follow::{encode, follow, FollowOptions, Followed, Sink};
+use super::follow::{encode, follow, FollowError, FollowOptions, Followed, Sink};
 use super::http::ApiClient;
 use super::render::{self, Style};
 use crate::cli::{ClientArgs, FollowArgs, RunsArgs, SessionsArgs};
@@ -26,11 +26,12 @@ pub fn follow_command(args: &FollowArgs) -> anyhow::Result<()> {
         ..FollowOptions::default()
     };
     let rt = runtime()?;
-    let (outcome, last) = rt.block_on(async {
-        follow(&client, &args.run_id, &opts, &mut out)
-            .await
-            .with_context(|| format!("following run {}", args.run_id))
-    })?;
+    let (outcome, last) = match rt.block_on(follow(&client, &args.run_id, &opts, &mut out)) {
+        Ok(done) => done,
+        // `callbackd follow RUN | head`: the reader has all it wanted.
+        Err(FollowError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("following run {}", args.run_id)),
+    };
     let status = match outcome {
         Followed::Terminal(ev) => ev
             .get("status")

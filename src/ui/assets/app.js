@@ -286,10 +286,10 @@ async function runPage({ runId, send }) {
   teardown();
   let alive = true;
   let follower = null;
-  teardown = () => { alive = false; follower?.stop(); };
-  document.title = "Run · callbackd";
   const model = new RunModel(runId || null);
   const view = new RunView(model);
+  teardown = () => { alive = false; follower?.stop(); view.dispose(); };
+  document.title = "Run · callbackd";
   const crumbs = h("p.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"));
   const cancel = h("button.danger", { type: "button", id: "cancel", hidden: true }, "Cancel run");
   const cancelNote = h("span.muted.small", { role: "status" });

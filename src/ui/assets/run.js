@@ -199,6 +199,23 @@ export class RunView {
       this.writing.hidden = true;
     }
     this.renderResult();
+    // A running tool's row counts its seconds; the clock stops with the last running tool.
+    const running = m.items.some((i) => i.kind === "tool" && i.state === "running");
+    if (running && !this.tick) {
+      this.tick = setInterval(() => {
+        for (const i of this.model.items) if (i.kind === "tool" && i.state === "running") i.rev++;
+        this.render();
+      }, 1000);
+    } else if (!running && this.tick) {
+      clearInterval(this.tick);
+      this.tick = null;
+    }
+  }
+
+  /** Stops the view's timer (the page is leaving). */
+  dispose() {
+    clearInterval(this.tick);
+    this.tick = null;
   }
 
   renderResult() {
@@ -241,6 +258,11 @@ export class RunView {
   }
 }
 
+function elapsed(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? "" : `${Math.max(0, Math.floor((Date.now() - t) / 1000))} s so far`;
+}
+
 function renderItem(li, item) {
   li.className = `item ${item.kind}`;
   li.dataset.key = item.key;
@@ -266,7 +288,8 @@ function renderItem(li, item) {
         h("span.label", {}, "tool"),
         h("span.tool-name", {}, item.tool || "?"),
         h("span.outcome", {}, TOOL_LABEL[item.state] || item.state),
-        h("span.duration", {}, item.durationMs !== undefined && item.durationMs !== null ? ms(item.durationMs) : ""),
+        h("span.duration", {}, item.durationMs !== undefined && item.durationMs !== null ? ms(item.durationMs)
+          : item.state === "running" && item.at ? elapsed(item.at) : ""),
         item.reason ? h("span.reason", {}, item.reason) : null,
         h("code.call-id", { title: item.id }, short(item.id)));
       break;
