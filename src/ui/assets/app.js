@@ -16,6 +16,7 @@ const forget = document.getElementById("forget");
 let me = null; // {namespace, role}
 let teardown = () => {};
 let asking = null;
+let identifying = false;
 
 const canWrite = () => me?.role === "write";
 
@@ -57,6 +58,15 @@ dialog.addEventListener("cancel", (e) => {
 
 /** Who the token is: asks until a token works; waits while callbackd cannot be reached. */
 async function identify(firstMessage) {
+  identifying = true;
+  try {
+    await identifyLoop(firstMessage);
+  } finally {
+    identifying = false;
+  }
+}
+
+async function identifyLoop(firstMessage) {
   let message = firstMessage;
   for (;;) {
     if (!api.token()) {
@@ -84,8 +94,9 @@ async function identify(firstMessage) {
   }
 }
 
+// Any call answered 401 (the token was revoked or changed): ask again, then redraw the page.
 api.onUnauthorized(async (err) => {
-  if (asking) return;
+  if (asking || identifying) return;
   api.forgetToken();
   me = null;
   await identify(`The token was not accepted: ${err.detail}`);
