@@ -1,8 +1,8 @@
 //! The client commands' glue: resolve the URL and the token, call, print.
 //!
 //! URL: `--url`, else `CALLBACKD_URL`, else the configured listen address. Token: `--token`,
-//! else `CALLBACKD_API_TOKEN`, else `api_token` in the tokens file the daemon generated next
-//! to its database. Output: one line per item; `--json` prints the API's own JSON, one object
+//! else `CALLBACKD_API_TOKEN`, else `[api] token` / `token_file` of the configuration, else
+//! `api_token` in the tokens file the daemon generated next to its database. Output: one line per item; `--json` prints the API's own JSON, one object
 //! per line.
 
 use std::io::{IsTerminal, Write};
@@ -233,7 +233,16 @@ pub fn client(args: &ClientArgs) -> anyhow::Result<ApiClient> {
         Some(t) => t.clone(),
         None => {
             let c = config()?;
-            token_from_file(&crate::tokens::generated_path(&c.store.path))?
+            if let Some(t) = &c.api.token {
+                t.expose().to_string()
+            } else if let Some(path) = &c.api.token_file {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading api.token_file {}", path.display()))?;
+                text.trim().to_string()
+            } else {
+                // Read, never generated: a client must not create the daemon's tokens file.
+                token_from_file(&crate::tokens::generated_path(&c.store.path))?
+            }
         }
     };
     Ok(ApiClient::new(&url, token)?)

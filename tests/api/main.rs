@@ -5,6 +5,7 @@ mod helpers;
 
 mod approvals;
 mod backup;
+mod client;
 mod connect_errors;
 mod crash;
 mod decode_props;
