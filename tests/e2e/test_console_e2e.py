@@ -13,7 +13,9 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -86,6 +88,78 @@ class Browser:
         self.err.close()
 
 
+class Proxy:
+    """The browser's way to the daemon: a TCP relay on 127.0.0.1 with a fixed port, so the
+    console keeps one URL across daemon restarts (as behind any fixed address), and so the
+    test can drop every connection the moment the daemon goes down: `callbackd run` keeps
+    serving while its bridge drains the run, so without this the view would never see the
+    restart. While down, new connections are refused."""
+
+    def __init__(self, upstream: int):
+        self.upstream = upstream
+        self.up = True
+        self.lock = threading.Lock()
+        self.open: list[socket.socket] = []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            with self.lock:
+                up, port = self.up, self.upstream
+            if not up:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def down(self):
+        """Drops every open connection and refuses new ones."""
+        with self.lock:
+            self.up = False
+            conns, self.open = self.open, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def back(self, upstream: int):
+        with self.lock:
+            self.upstream, self.up = upstream, True
+
+    def close(self):
+        self.down()
+        self.server.close()
+
+
 def api(base: str, path: str, token: str = API_TOKEN) -> dict:
     u = urllib.parse.urlparse(base)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
@@ -129,13 +203,11 @@ def dom_rows(b: Browser) -> list[dict]:
                          "({key: li.dataset.key, outcome: li.dataset.outcome || null, text: li.textContent}))")
 
 
-def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.CallbackdRun, str]:
+def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.CallbackdRun, dict]:
     run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db, st, tt)
     ready = json.loads(run.proc.wait_for_line("callbackd ready ", timeout=30))
-    base = ready.get("url", "").rstrip("/")
-    assert base.startswith("http://127.0.0.1:"), ready
-    console = ready.get("console_url") or base + "/ui/"
-    return run, console.split("#")[0]
+    assert ready["console_url"] == f"{ready['url']}ui/#token={API_TOKEN}", ready
+    return run, ready
 
 
 def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch):
@@ -151,8 +223,10 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
     db = tmp_path / "data" / "callbackd.db"
     db.parent.mkdir(parents=True)
     st, tt = h.rand_token(), h.rand_token()
-    run, console = start_run(setup_env, tmp_path, backend, ws, db, st, tt)
-    base = console.split("/ui/")[0]
+    run, ready = start_run(setup_env, tmp_path, backend, ws, db, st, tt)
+    proxy = Proxy(urllib.parse.urlparse(ready["url"]).port)
+    base = f"http://127.0.0.1:{proxy.port}"
+    console = f"{base}/ui/"
     b = Browser(browser_env, tmp_path)
     try:
         # A wrong token says so and asks again; the right one from the fragment is taken out of
@@ -193,13 +267,22 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("eval", js="""() => { window.__conn = []; const run = document.querySelector('.run');
             const note = () => { const s = run.dataset.conn; if (window.__conn.at(-1) !== s) window.__conn.push(s); };
             new MutationObserver(note).observe(run, {attributes: true, attributeFilter: ['data-conn']}); note(); }""")
-        os.kill(run.proc.pid, signal.SIGTERM)              # callbackd forwards it; the bridge drains the run
+        # The daemon goes down (SIGTERM: callbackd forwards it, the bridge finishes the run
+        # while callbackd still stores its events, then both exit) and the browser loses its
+        # stream at that moment, in the middle of the tool call.
+        os.kill(run.proc.pid, signal.SIGTERM)
+        proxy.down()
         b("wait", selector=".conn.waiting", timeout_ms=20000)
         waiting = b("eval", js="() => document.querySelector('.conn').textContent")
         assert "Reconnecting" in waiting and "resuming after event #" in waiting, waiting
         b("screenshot", path=str(shots / "2-reconnecting.png"))
         assert run.proc.popen.wait(timeout=30) == 0, run.proc.tail()
-        run, _ = start_run(setup_env, tmp_path, backend, ws, db, st, tt)
+        shape = lambda rows: [(r["key"], r["outcome"]) for r in rows]
+        assert shape(dom_rows(b)) == shape(before), "nothing may change while the daemon is away"
+        run, ready = start_run(setup_env, tmp_path, backend, ws, db, st, tt)
+        proxy.back(urllib.parse.urlparse(ready["url"]).port)
+        # What the daemon stored while the browser was cut off comes from the new daemon's
+        # replay after the view's last durable seq.
         b("wait", selector=".final .output", timeout_ms=60000)
         final2 = b("eval", js="() => document.querySelector('.final .output').textContent")
         assert final2 == f'Slow said: {{"slept":{SLOW_SECONDS}}}', final2
@@ -243,6 +326,13 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("screenshot", path=str(shots / "4-narrow.png"))
         errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
         assert not errors, errors
+    except BaseException:
+        try:
+            b("screenshot", path=str(shots / "failure.png"))   # what the page showed
+        except Exception:
+            pass
+        raise
     finally:
         b.close()
+        proxy.close()
         print(f"screenshots: {shots}")

@@ -69,6 +69,12 @@ test("the run model: snapshots replace tokens, rows are keyed, tool outcomes", (
   assert.equal(m.terminal, true);
   assert.equal(m.error.detail, "[internal] boom");
   assert.equal(usageLine(m.usage), "input 3");
+  assert.equal(usageLine({ totalTokens: 3, cacheReadTokens: 0, outputTokens: 1, inputTokens: 2 }), "input 2 · output 1 · cache read 0 · total 3");
+  // The run document, read right after, may still say running: the stream's end stands.
+  m.applySummary({ status: "running", tool_calls: [{ tool_call_id: "t3", tool: "slow", outcome: "abandoned", cut_off: false }] });
+  assert.equal(m.status, "error");
+  assert.equal(m.terminal, true);
+  assert.equal(m.byKey.get("tool:t3").state, "abandoned");
 });
 
 test("the follower resumes after its last durable seq: no repeats, no holes, tokens never count", async () => {

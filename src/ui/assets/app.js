@@ -17,6 +17,7 @@ let me = null; // {namespace, role}
 let teardown = () => {};
 let asking = null;
 let identifying = false;
+let tokenGiven = null; // closes the open token prompt (a token arrived another way)
 
 const canWrite = () => me?.role === "write";
 
@@ -34,17 +35,21 @@ function askToken(message) {
   if (asking) return asking;
   input.value = "";
   asking = new Promise((resolve) => {
-    const done = (e) => {
+    tokenGiven = () => {
+      form.removeEventListener("submit", submitted);
+      if (dialog.open) dialog.close();
+      asking = null;
+      tokenGiven = null;
+      resolve();
+    };
+    const submitted = (e) => {
       e.preventDefault();
       const t = input.value.trim();
       if (!t) return;
       api.setToken(t);
-      form.removeEventListener("submit", done);
-      dialog.close();
-      asking = null;
-      resolve();
+      tokenGiven();
     };
-    form.addEventListener("submit", done);
+    form.addEventListener("submit", submitted);
   });
   if (!dialog.open) dialog.showModal();
   input.focus();
@@ -389,7 +394,15 @@ async function runPage({ runId, send }) {
 
 // ---- start ----------------------------------------------------------------------------------
 
-window.addEventListener("hashchange", () => {
+window.addEventListener("hashchange", async () => {
+  // The console URL pasted into this tab again: its #token= replaces the one we had.
+  if (api.takeTokenFromFragment()) {
+    if (tokenGiven) {
+      tokenGiven(); // the waiting identify() tries the new token and routes
+      return;
+    }
+    await identify();
+  }
   if (!asking) route();
 });
 

@@ -76,7 +76,7 @@ export class Follower {
       } catch (e) {
         if (this.stopped) return;
         if (e instanceof NetworkError || e?.name === "TypeError" || e?.name === "AbortError") {
-          outcome = { retry: true, why: e instanceof NetworkError ? e.message : "the connection was lost" };
+          outcome = { retry: true, why: e instanceof NetworkError ? e.message : "the stream broke" };
         } else {
           throw e;
         }

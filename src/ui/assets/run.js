@@ -116,11 +116,15 @@ export class RunModel {
   applySummary(run) {
     this.sessionId = run.session_id ?? this.sessionId;
     this.model = run.model ?? this.model;
-    this.status = run.status ?? this.status;
-    this.usage = run.usage ?? this.usage;
-    if (run.output !== undefined && run.output !== null) this.output = run.output;
-    if (run.error) this.error = run.error;
-    this.terminal = ["finished", "error", "cancelled", "expired"].includes(run.status);
+    // The stream's terminal event wins: the run document can still say "running" for a few
+    // tens of milliseconds after it (the bridge stores the event before it settles the run).
+    if (!this.terminal) {
+      this.status = run.status ?? this.status;
+      this.usage = run.usage ?? this.usage;
+      if (run.output !== undefined && run.output !== null) this.output = run.output;
+      if (run.error) this.error = run.error;
+      this.terminal = ["finished", "error", "cancelled", "expired"].includes(run.status);
+    }
     for (const c of run.tool_calls || []) {
       const key = `tool:${c.tool_call_id}`;
       const have = this.byKey.get(key);
@@ -135,10 +139,14 @@ function words(key) {
   return key.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/_/g, " ").replace(/ tokens?$/i, "").toLowerCase();
 }
 
+const USAGE_ORDER = ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "totalTokens"];
+
 export function usageLine(usage) {
   if (!usage || typeof usage !== "object") return "";
+  const rank = (k) => (USAGE_ORDER.includes(k) ? USAGE_ORDER.indexOf(k) : USAGE_ORDER.length);
   return Object.entries(usage)
     .filter(([, v]) => typeof v === "number")
+    .sort(([a], [b]) => rank(a) - rank(b))
     .map(([k, v]) => `${words(k)} ${v.toLocaleString()}`)
     .join(" · ");
 }
