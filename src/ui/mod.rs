@@ -54,14 +54,35 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 /// The console's routes, to merge into the daemon's router (any state).
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new()
-        .route("/ui", get(|| async { Redirect::permanent(PREFIX) }))
-        .route("/ui/", get(|headers: HeaderMap| async move { serve("index.html", &headers) }))
+        .route(
+            "/ui",
+            get(|| async { Redirect::permanent(PREFIX) }).fallback(wrong_method),
+        )
+        .route(
+            "/ui/",
+            get(|headers: HeaderMap| async move { serve("index.html", &headers) })
+                .fallback(wrong_method),
+        )
         .route(
             "/ui/{file}",
             get(|Path(file): Path<String>, headers: HeaderMap| async move {
                 serve(&file, &headers)
-            }),
+            })
+            .fallback(wrong_method),
         )
+}
+
+/// Its own answer, not the Connect services' ("use POST" would be wrong here).
+async fn wrong_method(method: axum::http::Method) -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [
+            (header::ALLOW, "GET, HEAD"),
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+        ],
+        format!("{method} is not supported: the console's files are read with GET\n"),
+    )
+        .into_response()
 }
 
 fn serve(name: &str, headers: &HeaderMap) -> Response {

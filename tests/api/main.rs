@@ -20,3 +20,4 @@ mod store_run_events;
 mod store_runs;
 mod tools;
 mod transfer;
+mod ui;
