@@ -51,8 +51,22 @@ pub fn usage(u: &Value) -> String {
     let Some(map) = u.as_object() else {
         return String::new();
     };
-    map.iter()
+    // The order a reader scans for: what went in, what came out, the cache, the total.
+    const ORDER: [&str; 5] = [
+        "inputTokens",
+        "outputTokens",
+        "cacheReadTokens",
+        "cacheWriteTokens",
+        "totalTokens",
+    ];
+    let rank = |k: &str| ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len());
+    let mut counts: Vec<(&String, u64)> = map
+        .iter()
         .filter_map(|(k, v)| v.as_u64().map(|n| (k, n)))
+        .collect();
+    counts.sort_by_key(|(k, _)| rank(k));
+    counts
+        .into_iter()
         .map(|(k, n)| {
             let mut name = String::new();
             for c in k.chars() {
@@ -70,6 +84,15 @@ pub fn usage(u: &Value) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `12 ms`, `4.02 s`.
+fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.2} s", ms as f64 / 1000.0)
+    }
 }
 
 /// The line for one event, or `None` for an event the text view leaves out (`token`s: the
@@ -119,7 +142,8 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
                 format!(
                     "{} {outcome}{} ({})",
                     s(ev, "tool"),
-                    ms.map(|m| format!(" in {m} ms")).unwrap_or_default(),
+                    ms.map(|m| format!(" in {}", duration(m)))
+                        .unwrap_or_default(),
                     s(ev, "tool_call_id")
                 ),
             )
