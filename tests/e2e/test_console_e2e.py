@@ -306,6 +306,23 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("wait", selector=".final .output", timeout_ms=30000)
         assert b("eval", js="() => document.querySelector('.final .output').textContent") == "Hello from the fake model."
 
+        # Cancel during a slow tool call: the run ends cancelled; the call the bridge left
+        # running (it is not in the stream) comes from callbackd's own record of it.
+        backend.post_script({"steps": [{"text": "Slow again."}, {"tool": "slow", "args": {}},
+                                       {"textFromLastTool": "never shown: "}]})
+        b("fill", selector="#message", text="Slow again, then cancel it.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .tool[data-outcome='running']")
+        b("click", selector="#cancel")
+        b("wait", selector=".run[data-status='cancelled']", timeout_ms=30000)
+        assert b("eval", js="() => document.querySelector('.final h3').textContent") == "Run cancelled"
+        b("wait", selector="#cancel", state="hidden")
+        run4 = b("eval", js="() => document.querySelector('.run').dataset.runId")
+        calls = api(base, f"/v1/runs/{run4}")["tool_calls"]
+        shown = b("eval", js="() => [...document.querySelectorAll('.transcript .tool')].map(li => li.dataset.outcome)")
+        assert len(calls) == 1 and shown == ["abandoned"], (calls, shown)
+        b("screenshot", path=str(shots / "5-cancelled.png"))
+
         # The read-only token reads everything and has no send, cancel or new-session controls.
         b("goto", url=f"{console}#token={READ_TOKEN}")
         b("wait", selector=".role-read")

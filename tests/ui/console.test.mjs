@@ -75,6 +75,11 @@ test("the run model: snapshots replace tokens, rows are keyed, tool outcomes", (
   assert.equal(m.status, "error");
   assert.equal(m.terminal, true);
   assert.equal(m.byKey.get("tool:t3").state, "abandoned");
+  // A call still running when the run ends will never report: abandoned.
+  const c = new RunModel("r2");
+  c.apply({ type: "tool_started", seq: 1, tool_call_id: "t", tool: "slow" }, true);
+  c.apply({ type: "completed", seq: 2, status: "cancelled", output: "" }, true);
+  assert.equal(c.byKey.get("tool:t").state, "abandoned");
 });
 
 test("the follower resumes after its last durable seq: no repeats, no holes, tokens never count", async () => {

@@ -363,7 +363,14 @@ async function runPage({ runId, send }) {
       view.update();
       controls();
     },
-    onStatus: (s) => view.connection(s),
+    onStatus: (s) => {
+      view.connection(s);
+      // A message that was not sent goes back into the box, to retry or edit.
+      if (s.state === "failed" && send && !model.runId && box) {
+        const text = box.querySelector("textarea");
+        if (!text.value) text.value = send.text;
+      }
+    },
     onRunId: (id) => {
       model.runId = id;
       if (alive) history.replaceState(null, "", `#/runs/${api.enc(id)}`);

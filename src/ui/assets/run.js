@@ -84,6 +84,7 @@ export class RunModel {
         break;
       case "completed":
         this.terminal = true;
+        this.abandonRunning();
         this.status = ev.status || "finished";
         this.usage = ev.usage ?? this.usage;
         this.output = ev.output ?? null;
@@ -91,6 +92,7 @@ export class RunModel {
         break;
       case "error":
         this.terminal = true;
+        this.abandonRunning();
         this.status = "error";
         this.error = ev.problem || { detail: "the run failed" };
         this.usage = ev.usage ?? this.usage;
@@ -107,6 +109,17 @@ export class RunModel {
         break;
       default:
         break; // control events (up_to_date, reconnect, stream_gap) change the connection, not the run
+    }
+  }
+
+  /** A call still running when its run ended (a cancel does not stop the host's tool; its
+   * answer is dropped) is abandoned: the run will never see its result. */
+  abandonRunning() {
+    for (const i of this.items) {
+      if (i.kind === "tool" && i.state === "running") {
+        Object.assign(i, { state: "abandoned", reason: "the run ended before this call did" });
+        i.rev = (i.rev || 0) + 1;
+      }
     }
   }
 
@@ -132,6 +145,7 @@ export class RunModel {
       const state = c.outcome === "ok" ? "ok" : c.outcome === "running" ? "running" : c.cut_off ? "unknown" : c.outcome === "abandoned" ? "abandoned" : "error";
       this.upsert(key, { kind: "tool", id: c.tool_call_id, tool: c.tool, state, durationMs: c.duration_ms, at: have?.at ?? c.started_at, reason: c.cut_off ? c.outcome : undefined, fromRecord: true });
     }
+    if (this.terminal) this.abandonRunning();
   }
 }
 
@@ -232,7 +246,7 @@ export class RunView {
     if (m.expired) parts.push(h("p.notice", {}, m.expired));
     if (m.usage) parts.push(h("p.usage", {}, h("strong", {}, "Usage: "), usageLine(m.usage)));
     if (m.terminal && m.status !== "error") {
-      parts.push(h("div.final", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`),
+      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`),
         m.output ? h("div.text.output", {}, m.output) : h("p.muted", {}, "(no output)")));
     }
     if (m.error) {
