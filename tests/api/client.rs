@@ -375,3 +375,37 @@ async fn follow_of_a_failed_run_shows_the_bridge_failure_text_and_exits_non_zero
     );
     assert!(err.contains("ended with status error"), "{err}");
 }
+
+#[tokio::test]
+async fn follow_of_a_pruned_run_shows_what_callbackd_kept_of_it() {
+    let app = spawn().await;
+    session(&app, "run-c5").await;
+    first_half(&app, "run-c5").await;
+    second_half(&app, "run-c5", "FINISHED").await;
+    let (db, addr) = (app.db.clone(), app.addr);
+    let dir = app.stop().await;
+    let store = callbackd::store::sqlite::SqliteStore::open(
+        &callbackd::store::sqlite::SqliteOptions::new(&db),
+    )
+    .unwrap();
+    let report = callbackd::api::retention::prune(&store, Duration::ZERO, 10)
+        .await
+        .unwrap();
+    assert_eq!(report.events, 8);
+    drop(store);
+    let app = TestApp::spawn_in(dir, |c| {
+        with_tokens(c);
+        c.server.listen = addr.to_string();
+    })
+    .await;
+    // 410 replay_expired: no events to show, so the run's state, and the run's own status.
+    let (code, out, err) = cli(
+        &["follow", "run-c5", "--url", &url(&app), "--token", TOKEN],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("removed by retention"), "{err}");
+    assert!(out.contains("run run-c5 status finished"), "{out}");
+    assert!(out.contains("output: Echo said ping."), "{out}");
+}
