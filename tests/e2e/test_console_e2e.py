@@ -2,8 +2,9 @@
 playwright-core through tests/e2e/browser/driver.mjs -- against `callbackd run` with the real
 bridge and the fake backend: a session created and a tool turn sent from the page, the tool row
 and the final text seen; the daemon restarted in the middle of a slow tool call and the view
-resuming with exactly the run's rows (none repeated, none missing); a wrong token asked again;
-send and cancel hidden for the read-only token. Screenshots go to <tmp_path>/screenshots.
+resuming with exactly the run's rows (none repeated, none missing); a cancel mid tool call; a
+wrong token asked again; send and cancel hidden for the read-only token; 360 px wide; a run
+whose events retention removed (410). Screenshots go to <tmp_path>/screenshots.
 """
 from __future__ import annotations
 
@@ -341,6 +342,16 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("wait", selector=".final .output")
         assert b("eval", js="() => document.documentElement.scrollWidth <= 360"), "the run view overflows at 360 px"
         b("screenshot", path=str(shots / "4-narrow.png"))
+        # Retention removed the events (410 replay_expired): the run's kept state is shown.
+        subprocess.run([str(h.callbackd_bin()), "prune", "--db", str(db), "--older-than", "0s"], check=True,
+                       capture_output=True, timeout=60)
+        b("viewport", width=1000, height=780)
+        b("goto", url=f"{console}#/runs/{run1}")
+        b("wait", selector=".result .notice")
+        assert "removed by retention" in b("eval", js="() => document.querySelector('.result .notice').textContent")
+        assert b("eval", js="() => document.querySelector('.final .output').textContent") == final
+        assert b("eval", js="() => document.querySelector('.run').dataset.status") == "finished"
+
         errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
         assert not errors, errors
     except BaseException:
