@@ -36,6 +36,13 @@ description = "Waits {SLOW_SECONDS} seconds, then answers"
 input_schema = {{ type = "object" }}
 argv = ["sh", "-c", "sleep {SLOW_SECONDS}; echo '{{\\"slept\\": {SLOW_SECONDS}}}'"]
 timeout_ms = 30000
+
+[[tools.command]]
+name = "guarded"
+description = "Answers at once, once a person approved the call"
+input_schema = {{ type = "object" }}
+argv = ["sh", "-c", "echo '{{\\"done\\": true}}'"]
+approval = "always"
 '''
 
 
@@ -307,6 +314,20 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("wait", selector=".final .output", timeout_ms=30000)
         assert b("eval", js="() => document.querySelector('.final .output').textContent") == "Hello from the fake model."
 
+        # A tool whose calls wait for a person: the row offers Approve / Deny.
+        backend.post_script({"steps": [{"text": "Asking first."}, {"tool": "guarded", "args": {"what": "deploy"}},
+                                       {"textFromLastTool": "Guarded said: "}]})
+        b("fill", selector="#message", text="Run the guarded tool.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .approval[data-decision='pending'] button.primary")
+        assert "deploy" in b("eval", js="() => document.querySelector('.transcript .approval').textContent")
+        b("screenshot", path=str(shots / "5-approval.png"))
+        b("click", selector=".transcript .approval button.primary")
+        b("wait", selector=".transcript .approval[data-decision='approved']")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        assert b("eval", js="() => document.querySelector('.final .output').textContent") == 'Guarded said: {"done":true}'
+        assert b("eval", js="() => document.querySelectorAll('.transcript .approval button').length") == 0
+
         # Cancel during a slow tool call: the run ends cancelled; the call the bridge left
         # running (it is not in the stream) comes from callbackd's own record of it.
         backend.post_script({"steps": [{"text": "Slow again."}, {"tool": "slow", "args": {}},
@@ -322,7 +343,7 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         calls = api(base, f"/v1/runs/{run4}")["tool_calls"]
         shown = b("eval", js="() => [...document.querySelectorAll('.transcript .tool')].map(li => li.dataset.outcome)")
         assert len(calls) == 1 and shown == ["abandoned"], (calls, shown)
-        b("screenshot", path=str(shots / "5-cancelled.png"))
+        b("screenshot", path=str(shots / "6-cancelled.png"))
 
         # The read-only token reads everything and has no send, cancel or new-session controls.
         b("goto", url=f"{console}#token={READ_TOKEN}")

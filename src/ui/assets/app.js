@@ -395,6 +395,16 @@ async function runPage({ runId, send }) {
     },
   });
   view.onRetryNow = () => follower.retryNow();
+  if (canWrite()) {
+    // A held tool call: the person watching decides (the stream then says approval_resolved).
+    view.onDecide = async (id, decision) => {
+      try {
+        await api.post(`/v1/approvals/${api.enc(id)}`, { decision });
+      } catch (e) {
+        cancelNote.textContent = `the ${decision} was not taken: ${e.detail || e.message}`;
+      }
+    };
+  }
   follower.start();
   controls();
 }

@@ -210,7 +210,7 @@ export class RunView {
         this.list.append(row.li);
       }
       if (row.rev !== item.rev) {
-        renderItem(row.li, item);
+        renderItem(row.li, item, this.onDecide);
         row.rev = item.rev;
       }
     }
@@ -285,7 +285,7 @@ function elapsed(iso) {
   return Number.isNaN(t) ? "" : `${Math.max(0, Math.floor((Date.now() - t) / 1000))} s so far`;
 }
 
-function renderItem(li, item) {
+function renderItem(li, item, decide) {
   li.className = `item ${item.kind}`;
   li.dataset.key = item.key;
   if (item.seq !== undefined) li.dataset.seq = item.seq;
@@ -319,9 +319,21 @@ function renderItem(li, item) {
       fill(li, h("span.label", {}, "task"), h("span", {}, item.title || item.key), h("span.outcome", {}, item.status || ""),
         item.progress !== undefined && item.progress !== null ? h("span", {}, String(item.progress)) : null);
       break;
-    case "approval":
-      fill(li, h("span.label", {}, "approval"), h("span", {}, item.approval?.tool || ""), h("span.outcome", {}, item.decision || "pending"));
+    case "approval": {
+      li.dataset.approvalId = item.key.slice("approval:".length);
+      li.dataset.decision = item.decision || "pending";
+      const pending = !item.decision && decide;
+      fill(li,
+        h("span.label", {}, "approval"),
+        h("span.tool-name", {}, item.approval?.tool || ""),
+        item.approval?.args ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
+        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}` : "waits for a decision"),
+        item.reason ? h("span.reason", {}, item.reason) : null,
+        pending ? h("span.decide", {},
+          h("button.primary", { type: "button", onclick: () => decide(li.dataset.approvalId, "approve") }, "Approve"),
+          h("button.danger", { type: "button", onclick: () => decide(li.dataset.approvalId, "deny") }, "Deny")) : null);
       break;
+    }
     default:
       fill(li, h("span.label", {}, item.message?.type || "event"), h("code.raw", {}, JSON.stringify(item.message ?? {}).slice(0, 300)));
   }
