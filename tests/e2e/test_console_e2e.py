@@ -246,8 +246,15 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("wait", selector="h1")
         assert API_TOKEN not in b("url"), "the token must not stay in the address bar"
 
-        # New session, then a turn that calls the echo tool.
-        b("click", selector="#new-session")
+        # New session, by keyboard alone (Tab to the button, Enter), then a turn that calls
+        # the echo tool.
+        b("wait", selector="#new-session")
+        for _ in range(12):
+            if b("eval", js="() => document.activeElement?.id") == "new-session":
+                break
+            b("key", key="Tab")
+        assert b("eval", js="() => document.activeElement?.id") == "new-session", "Tab never reaches New session"
+        b("key", key="Enter")
         b("wait", selector="#message")
         b("fill", selector="#message", text="Please call the echo tool.")
         b("click", selector="#send")

@@ -6,6 +6,7 @@
 //   node driver.mjs USER_DATA_DIR [WIDTH HEIGHT]
 //   {"op": "goto", "url": "..."}                 {"op": "click", "selector": "..."}
 //   {"op": "fill", "selector": "...", "text": "..."}   {"op": "press", "selector": "...", "key": "..."}
+//   {"op": "key", "key": "Tab"}                  (a key press wherever the focus is)
 //   {"op": "wait", "selector": "...", "state"?: "visible"|"attached"|"hidden", "timeout_ms"?: n}
 //   {"op": "eval", "js": "() => ..."}            {"op": "screenshot", "path": "...", "full_page"?: bool}
 //   {"op": "viewport", "width": n, "height": n}  {"op": "log"}  (console messages and page errors so far)
@@ -55,6 +56,7 @@ const ops = {
   click: (c) => page.click(c.selector, { timeout: c.timeout_ms ?? 10000 }),
   fill: (c) => page.fill(c.selector, c.text, { timeout: c.timeout_ms ?? 10000 }),
   press: (c) => page.press(c.selector, c.key, { timeout: c.timeout_ms ?? 10000 }),
+  key: (c) => page.keyboard.press(c.key),
   wait: (c) => page.waitForSelector(c.selector, { state: c.state ?? "visible", timeout: c.timeout_ms ?? 30000 }).then(() => true),
   eval: (c) => page.evaluate(`(${c.js})()`),
   screenshot: (c) => page.screenshot({ path: c.path, fullPage: c.full_page ?? true }).then(() => c.path),
