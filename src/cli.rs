@@ -67,6 +67,13 @@ pub enum Command {
         #[arg(long)]
         stop_timeout_ms: u64,
     },
+    /// Follow a run's events live until it ends, resuming after a dropped connection or a
+    /// daemon restart (a client of the run API). Exits 0 when the run finished.
+    Follow(FollowArgs),
+    /// List sessions, newest first (a client of the run API).
+    Sessions(SessionsArgs),
+    /// List a session's runs, in turn order (a client of the run API).
+    Runs(RunsArgs),
     /// Custom tools (`tools export`).
     Tools {
         #[command(subcommand)]
@@ -103,6 +110,80 @@ pub struct ConfigArgs {
     /// SQLite database file (overrides store.path).
     #[arg(long, global = true)]
     pub db: Option<PathBuf>,
+}
+
+impl ConfigArgs {
+    /// The configuration from file and environment, with these overrides, validated.
+    pub fn load(&self) -> anyhow::Result<crate::Config> {
+        let mut config = crate::Config::load(self.config.as_deref())?;
+        if let Some(listen) = &self.listen {
+            config.server.listen = listen.clone();
+        }
+        if let Some(db) = &self.db {
+            config.store.path = db.clone();
+        }
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Where a client command finds the run API, and how it prints.
+#[derive(Debug, Args, Clone)]
+pub struct ClientArgs {
+    /// The daemon's URL (`url` of its ready line). Default: the configured listen address.
+    #[arg(long, env = "CALLBACKD_URL", value_name = "URL")]
+    pub url: Option<String>,
+    /// The API token. Default: `api_token` of the tokens file next to the database.
+    #[arg(
+        long,
+        env = "CALLBACKD_API_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Print the API's JSON, one object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Where the default URL and the tokens file come from.
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// `callbackd follow RUN_ID`
+#[derive(Debug, Args, Clone)]
+pub struct FollowArgs {
+    /// The run to follow.
+    pub run_id: String,
+    /// Start after this event seq (default: from the run's first event).
+    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    pub after: u64,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd sessions`
+#[derive(Debug, Args, Clone)]
+pub struct SessionsArgs {
+    /// Sessions per page.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+    /// Start at this page cursor (printed when there are more).
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Every page, not just the first.
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd runs SESSION_ID`
+#[derive(Debug, Args, Clone)]
+pub struct RunsArgs {
+    /// The session (agent id) whose runs to list.
+    pub session_id: String,
+    #[command(flatten)]
+    pub client: ClientArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

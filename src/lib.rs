@@ -19,6 +19,8 @@
 //! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
 //! - [`metrics`]: `GET /metrics` (Prometheus), fed by the RPCs and the store.
 //! - [`transfer`]: `callbackd backup`, `export` and `import` (the bridge's JSONL layout).
+//! - [`client`]: `callbackd follow|sessions|runs`, a terminal client of the run API.
+//! - [`ui`]: the web console at `/ui/`, static files compiled into the binary.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
 pub mod api;
@@ -27,6 +29,7 @@ pub mod approvals;
 pub mod auth;
 pub mod bridge;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod connect;
 pub mod health;
@@ -41,6 +44,7 @@ pub mod telemetry;
 pub mod tokens;
 pub mod tools;
 pub mod transfer;
+pub mod ui;
 
 pub use app::App;
 pub use config::Config;

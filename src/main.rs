@@ -175,6 +175,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             pgid,
             std::time::Duration::from_millis(stop_timeout_ms),
         ),
+        Command::Follow(args) => callbackd::client::commands::follow_command(&args),
+        Command::Sessions(args) => callbackd::client::commands::sessions_command(&args),
+        Command::Runs(args) => callbackd::client::commands::runs_command(&args),
         Command::Tools {
             command: ToolsCommand::Export(args),
         } => {

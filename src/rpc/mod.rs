@@ -61,6 +61,7 @@ pub fn router(
             crate::metrics::endpoint::PATH,
             get(crate::metrics::endpoint::scrape),
         )
+        .merge(crate::ui::router())
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)

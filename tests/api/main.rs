@@ -5,6 +5,7 @@ mod helpers;
 
 mod approvals;
 mod backup;
+mod client;
 mod connect_errors;
 mod crash;
 mod decode_props;
@@ -19,3 +20,4 @@ mod store_run_events;
 mod store_runs;
 mod tools;
 mod transfer;
+mod ui;

@@ -1,0 +1,338 @@
+//! The client commands' glue: resolve the URL and the token, call, print.
+//!
+//! URL: `--url`, else `CALLBACKD_URL`, else the configured listen address. Token: `--token`,
+//! else `CALLBACKD_API_TOKEN`, else `[api] token` / `token_file` of the configuration, else
+//! `api_token` in the tokens file the daemon generated next to its database. Output: one line per item; `--json` prints the API's own JSON, one object
+//! per line.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::Value;
+
+use super::follow::{encode, follow, FollowError, FollowOptions, Followed, Sink};
+use super::http::ApiClient;
+use super::render::{self, Style};
+use crate::cli::{ClientArgs, FollowArgs, RunsArgs, SessionsArgs};
+use crate::config::Config;
+
+/// `callbackd follow RUN_ID`. Exit status: 0 when the run finished, 1 otherwise.
+pub fn follow_command(args: &FollowArgs) -> anyhow::Result<()> {
+    let client = client(&args.client)?;
+    let mut out = Printer::new(args.client.json);
+    let opts = FollowOptions {
+        after: args.after,
+        ..FollowOptions::default()
+    };
+    let rt = runtime()?;
+    let (outcome, last) = match rt.block_on(follow(&client, &args.run_id, &opts, &mut out)) {
+        Ok(done) => done,
+        // `callbackd follow RUN | head`: the reader has all it wanted.
+        Err(FollowError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("following run {}", args.run_id)),
+    };
+    let status = match outcome {
+        Followed::Terminal(ev) => ev
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_string(),
+        Followed::NothingMore | Followed::Expired(_) => {
+            // Nothing more to stream: the run document says how it ended.
+            if let Followed::Expired(e) = &outcome {
+                out.note(&format!(
+                    "the run's events were removed by retention ({e}); its state:"
+                ));
+            } else if last == 0 {
+                out.note("the run has ended and has no events to show; its state:");
+            }
+            let run = rt.block_on(client.get(&format!("/v1/runs/{}", encode(&args.run_id))))?;
+            out.summary(&run)?;
+            run.get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_string()
+        }
+    };
+    anyhow::ensure!(
+        status == "finished",
+        "run {} ended with status {status}",
+        args.run_id
+    );
+    Ok(())
+}
+
+/// `callbackd sessions`: newest first.
+pub fn sessions_command(args: &SessionsArgs) -> anyhow::Result<()> {
+    let client = client(&args.client)?;
+    let rt = runtime()?;
+    let mut out = std::io::stdout().lock();
+    let mut cursor = args.cursor.clone();
+    let mut shown = 0usize;
+    if !args.client.json {
+        writeln!(
+            out,
+            "{:<38} {:<9} {:<14} {:<20} WORKSPACE",
+            "SESSION", "STATUS", "MODEL", "LAST ACTIVITY"
+        )?;
+    }
+    loop {
+        let mut path = format!("/v1/sessions?limit={}", args.limit);
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={}", encode(c)));
+        }
+        let page = rt.block_on(client.get(&path))?;
+        for s in page
+            .get("sessions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            shown += 1;
+            if args.client.json {
+                writeln!(out, "{s}")?;
+                continue;
+            }
+            let f = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
+            let cwd = match s.get("cwd") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                Some(Value::String(c)) => c.clone(),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "{:<38} {:<9} {:<14} {:<20} {cwd}",
+                f("session_id"),
+                f("status"),
+                s.get("model").and_then(Value::as_str).unwrap_or("default"),
+                f("updated_at").get(..19).unwrap_or(f("updated_at")),
+            )?;
+        }
+        cursor = page
+            .get("next_cursor")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match &cursor {
+            Some(c) if !args.all => {
+                out.flush()?;
+                eprintln!("more sessions: callbackd sessions --cursor {c} (or --all)");
+                break;
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    if shown == 0 && !args.client.json {
+        eprintln!("no sessions");
+    }
+    Ok(())
+}
+
+/// `callbackd runs SESSION`: every run of the session, in turn order.
+pub fn runs_command(args: &RunsArgs) -> anyhow::Result<()> {
+    let client = client(&args.client)?;
+    let rt = runtime()?;
+    let mut out = std::io::stdout().lock();
+    if !args.client.json {
+        writeln!(
+            out,
+            "{:<38} {:>4} {:<9} {:<20} {:>6} OUTPUT",
+            "RUN", "TURN", "STATUS", "STARTED", "EVENTS"
+        )?;
+    }
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/v1/sessions/{}/runs?limit=100", encode(&args.session_id));
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={}", encode(c)));
+        }
+        let page = rt.block_on(client.get(&path))?;
+        for r in page
+            .get("runs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if args.client.json {
+                writeln!(out, "{r}")?;
+                continue;
+            }
+            let f = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+            let started = if f("started_at").is_empty() {
+                f("created_at")
+            } else {
+                f("started_at")
+            };
+            let what = match r.get("error").filter(|e| !e.is_null()) {
+                Some(e) => format!(
+                    "error: {}",
+                    e.get("detail").and_then(Value::as_str).unwrap_or("")
+                ),
+                None => f("output").to_string(),
+            };
+            let what: String = render::one_line(&what).chars().take(80).collect();
+            writeln!(
+                out,
+                "{:<38} {:>4} {:<9} {:<20} {:>6} {what}",
+                f("run_id"),
+                r.get("turn_number").and_then(Value::as_u64).unwrap_or(0),
+                f("status"),
+                started.get(..19).unwrap_or(started),
+                r.get("last_seq").and_then(Value::as_u64).unwrap_or(0),
+            )?;
+        }
+        cursor = page
+            .get("next_cursor")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// The client of `args`: URL and token from the flags, the environment or the configuration.
+pub fn client(args: &ClientArgs) -> anyhow::Result<ApiClient> {
+    let mut config: Option<Config> = None;
+    let mut config = || -> anyhow::Result<Config> {
+        if let Some(c) = &config {
+            return Ok(c.clone());
+        }
+        let c = args.config.load()?;
+        config = Some(c.clone());
+        Ok(c)
+    };
+    let url = match &args.url {
+        Some(u) => u.clone(),
+        None => {
+            let c = config()?;
+            let addr = c.server.listen_addr()?;
+            anyhow::ensure!(
+                addr.port() != 0,
+                "no --url, and the configured listen address {addr} has port 0 (`callbackd run` \
+                 picks a free port): pass --url or set CALLBACKD_URL to the `url` of callbackd's \
+                 ready line"
+            );
+            crate::app::base_url(addr)
+        }
+    };
+    let token = match &args.token {
+        Some(t) => t.clone(),
+        None => {
+            let c = config()?;
+            if let Some(t) = &c.api.token {
+                t.expose().to_string()
+            } else if let Some(path) = &c.api.token_file {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading api.token_file {}", path.display()))?;
+                text.trim().to_string()
+            } else {
+                // Read, never generated: a client must not create the daemon's tokens file.
+                token_from_file(&crate::tokens::generated_path(&c.store.path))?
+            }
+        }
+    };
+    Ok(ApiClient::new(&url, token)?)
+}
+
+fn token_from_file(path: &Path) -> anyhow::Result<String> {
+    let missing = || {
+        format!(
+            "no API token: pass --token, set CALLBACKD_API_TOKEN, or run where the daemon's \
+             tokens file is ({} has no api_token)",
+            path.display()
+        )
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(missing()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let table: toml::Table = toml::from_str(&text)
+        .with_context(|| format!("the tokens file {} is malformed", path.display()))?;
+    match table.get("api_token").and_then(|v| v.as_str()) {
+        Some(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
+        _ => anyhow::bail!(missing()),
+    }
+}
+
+/// Prints events to stdout (text or JSON lines) and notes to stderr.
+struct Printer {
+    json: bool,
+    style: Style,
+    out: std::io::Stdout,
+}
+
+impl Printer {
+    fn new(json: bool) -> Printer {
+        let out = std::io::stdout();
+        let colour = !json && out.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Printer {
+            json,
+            style: Style { colour },
+            out,
+        }
+    }
+
+    /// A run document (`GET /v1/runs/{id}`), when there are no events to show.
+    fn summary(&mut self, run: &Value) -> std::io::Result<()> {
+        let mut out = self.out.lock();
+        if self.json {
+            writeln!(out, "{run}")?;
+        } else {
+            let f = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or("");
+            writeln!(out, "run {} status {}", f("run_id"), f("status"))?;
+            for c in run
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+                writeln!(
+                    out,
+                    "  tool {} {} ({})",
+                    g("tool"),
+                    g("outcome"),
+                    g("tool_call_id")
+                )?;
+            }
+            if !f("output").is_empty() {
+                writeln!(out, "  output: {}", render::one_line(f("output")))?;
+            }
+            if let Some(d) = run.pointer("/error/detail").and_then(Value::as_str) {
+                writeln!(out, "  error: {}", render::one_line(d))?;
+            }
+        }
+        out.flush()
+    }
+}
+
+impl Sink for Printer {
+    fn event(&mut self, event: &Value, _durable: bool) -> std::io::Result<()> {
+        let mut out = self.out.lock();
+        if self.json {
+            writeln!(out, "{event}")?;
+        } else if let Some(line) = render::line(event, self.style) {
+            writeln!(out, "{line}")?;
+        }
+        out.flush()
+    }
+
+    fn note(&mut self, text: &str) {
+        crate::telemetry::stderr_line(format_args!("callbackd follow: {text}"));
+    }
+}

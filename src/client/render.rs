@@ -1,0 +1,329 @@
+//! One stream event as one line of text: `#SEQ HH:MM:SS TYPE details`. Colour (ANSI) only
+//! when asked for, i.e. when stdout is a terminal; piped output is plain and greppable.
+
+use serde_json::Value;
+
+/// How lines are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub colour: bool,
+}
+
+const RESET: &str = "\x1b[0m";
+const DIM: &str = "\x1b[2m";
+const BOLD: &str = "\x1b[1m";
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const YELLOW: &str = "\x1b[33m";
+const CYAN: &str = "\x1b[36m";
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("{code}{text}{RESET}")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn s<'a>(ev: &'a Value, key: &str) -> &'a str {
+    ev.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Text on one line: newlines and other control characters escaped.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `{"inputTokens": 20, "outputTokens": 12}` -> `input 20, output 12`.
+pub fn usage(u: &Value) -> String {
+    let Some(map) = u.as_object() else {
+        return String::new();
+    };
+    // The order a reader scans for: what went in, what came out, the cache, the total.
+    const ORDER: [&str; 5] = [
+        "inputTokens",
+        "outputTokens",
+        "cacheReadTokens",
+        "cacheWriteTokens",
+        "totalTokens",
+    ];
+    let rank = |k: &str| ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len());
+    let mut counts: Vec<(&String, u64)> = map
+        .iter()
+        .filter_map(|(k, v)| v.as_u64().map(|n| (k, n)))
+        .collect();
+    counts.sort_by_key(|(k, _)| rank(k));
+    counts
+        .into_iter()
+        .map(|(k, n)| {
+            let mut name = String::new();
+            for c in k.chars() {
+                if c.is_uppercase() {
+                    name.push(' ');
+                    name.extend(c.to_lowercase());
+                } else if c == '_' {
+                    name.push(' ');
+                } else {
+                    name.push(c);
+                }
+            }
+            let name = name.trim_end_matches(" tokens").trim_end_matches(" token");
+            format!("{name} {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `12 ms`, `4.02 s`.
+fn duration(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else {
+        format!("{:.2} s", ms as f64 / 1000.0)
+    }
+}
+
+/// The line for one event, or `None` for an event the text view leaves out (`token`s: the
+/// `message_snapshot` that follows them carries the whole text).
+pub fn line(ev: &Value, style: Style) -> Option<String> {
+    let ty = s(ev, "type");
+    let seq = ev.get("seq").and_then(Value::as_u64);
+    let at = s(ev, "at");
+    // RFC 3339: the clock time is characters 11..19 (UTC).
+    let time = at.get(11..19).unwrap_or("");
+    let (label, colour, text) = match ty {
+        "token" => return None,
+        "run_started" => (
+            "started".to_string(),
+            CYAN,
+            format!(
+                "session {}, model {}",
+                s(ev, "session_id"),
+                ev.pointer("/agent/model")
+                    .and_then(Value::as_str)
+                    .unwrap_or("default")
+            ),
+        ),
+        "step" => {
+            let index = ev.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let what = match s(ev, "kind") {
+                "status" => format!("status {}", s(ev, "status")),
+                "thinking" if !s(ev, "text").is_empty() => {
+                    format!("thinking: {}", one_line(s(ev, "text")))
+                }
+                k => k.to_string(),
+            };
+            (format!("step {index}"), DIM, what)
+        }
+        "message_snapshot" => ("assistant".into(), BOLD, one_line(s(ev, "text"))),
+        "tool_started" => (
+            "tool".into(),
+            CYAN,
+            format!("{} started ({})", s(ev, "tool"), s(ev, "tool_call_id")),
+        ),
+        "tool_completed" => {
+            let outcome = s(ev, "outcome");
+            let ms = ev.get("duration_ms").and_then(Value::as_u64);
+            (
+                "tool".into(),
+                if outcome == "ok" { GREEN } else { RED },
+                format!(
+                    "{} {outcome}{} ({})",
+                    s(ev, "tool"),
+                    ms.map(|m| format!(" in {}", duration(m)))
+                        .unwrap_or_default(),
+                    s(ev, "tool_call_id")
+                ),
+            )
+        }
+        "tool_outcome_unknown" => (
+            "tool".into(),
+            YELLOW,
+            format!(
+                "{} outcome unknown: {} ({})",
+                s(ev, "tool"),
+                s(ev, "reason"),
+                s(ev, "tool_call_id")
+            ),
+        ),
+        "task" => (
+            "task".into(),
+            DIM,
+            format!(
+                "{} {}{}",
+                s(ev, "title"),
+                s(ev, "status"),
+                ev.get("progress")
+                    .filter(|p| !p.is_null())
+                    .map(|p| format!(" {p}"))
+                    .unwrap_or_default()
+            ),
+        ),
+        "usage" => (
+            "usage".into(),
+            DIM,
+            usage(ev.get("usage").unwrap_or(&Value::Null)),
+        ),
+        "completed" => {
+            let status = s(ev, "status");
+            let mut text = status.to_string();
+            if !s(ev, "output").is_empty() {
+                text.push_str(&format!(": {}", one_line(s(ev, "output"))));
+            }
+            if let Some(u) = ev.get("usage").filter(|u| u.is_object()) {
+                text.push_str(&format!(" [{}]", usage(u)));
+            }
+            (
+                "completed".into(),
+                if status == "finished" { GREEN } else { YELLOW },
+                text,
+            )
+        }
+        "error" => {
+            let p = ev.get("problem").unwrap_or(&Value::Null);
+            let detail = p
+                .get("detail")
+                .and_then(Value::as_str)
+                .or_else(|| p.get("title").and_then(Value::as_str))
+                .unwrap_or("the run failed");
+            let code = p.get("code").and_then(Value::as_str);
+            (
+                "error".into(),
+                RED,
+                format!(
+                    "{}{}",
+                    one_line(detail),
+                    code.map(|c| format!(" ({c})")).unwrap_or_default()
+                ),
+            )
+        }
+        "sdk_message" => (
+            "event".into(),
+            DIM,
+            ev.pointer("/message/type")
+                .and_then(Value::as_str)
+                .unwrap_or("sdk_message")
+                .to_string(),
+        ),
+        "up_to_date" => ("live".into(), DIM, "caught up; what follows is live".into()),
+        "approval_required" => (
+            "approval".into(),
+            YELLOW,
+            format!(
+                "{} waits for approval ({})",
+                ev.pointer("/approval/tool")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                ev.pointer("/approval/id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            ),
+        ),
+        "approval_resolved" => (
+            "approval".into(),
+            YELLOW,
+            format!("{} by {}", s(ev, "decision"), s(ev, "by")),
+        ),
+        // reconnect and stream_gap are the follower's business (it reports them on stderr).
+        "reconnect" | "stream_gap" => return None,
+        other => ("event".into(), DIM, other.to_string()),
+    };
+    // Durable events carry their seq; control events show a blank seq column.
+    let seq = match (seq, ty) {
+        (Some(n), t) if t != "up_to_date" => format!("#{n}"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} {} {} {}",
+        style.paint(DIM, &format!("{seq:>5}")),
+        style.paint(DIM, &format!("{time:<8}")),
+        style.paint(colour, &format!("{label:<10}")),
+        text
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const PLAIN: Style = Style { colour: false };
+
+    #[test]
+    fn every_kind_of_event_reads_as_one_line() {
+        let at = "2026-12-01T10:11:12.345Z";
+        let cases = [
+            (
+                json!({"type":"run_started","seq":1,"at":at,"session_id":"s1","agent":{"id":"s1","model":"composer-2"}}),
+                "   #1 10:11:12 started    session s1, model composer-2",
+            ),
+            (
+                json!({"type":"step","seq":2,"at":at,"index":1,"kind":"status","status":"RUNNING"}),
+                "   #2 10:11:12 step 1     status RUNNING",
+            ),
+            (
+                json!({"type":"message_snapshot","seq":3,"at":at,"message_id":"m","text":"two\nlines","delta":2}),
+                "   #3 10:11:12 assistant  two\\nlines",
+            ),
+            (
+                json!({"type":"tool_started","seq":4,"at":at,"tool_call_id":"t1","tool":"echo"}),
+                "   #4 10:11:12 tool       echo started (t1)",
+            ),
+            (
+                json!({"type":"tool_completed","seq":5,"at":at,"tool_call_id":"t1","tool":"echo","outcome":"ok","duration_ms":12}),
+                "   #5 10:11:12 tool       echo ok in 12 ms (t1)",
+            ),
+            (
+                json!({"type":"tool_outcome_unknown","seq":6,"at":at,"tool_call_id":"t2","tool":"sh","reason":"timed out"}),
+                "   #6 10:11:12 tool       sh outcome unknown: timed out (t2)",
+            ),
+            (
+                json!({"type":"usage","seq":7,"at":at,"usage":{"inputTokens":20,"outputTokens":12}}),
+                "   #7 10:11:12 usage      input 20, output 12",
+            ),
+            (
+                json!({"type":"completed","seq":8,"at":at,"status":"finished","output":"done","usage":{"inputTokens":20}}),
+                "   #8 10:11:12 completed  finished: done [input 20]",
+            ),
+            (
+                json!({"type":"error","seq":9,"at":at,"status":"error","problem":{"detail":"[internal] backend down","code":"internal"}}),
+                "   #9 10:11:12 error      [internal] backend down (internal)",
+            ),
+            (
+                json!({"type":"sdk_message","seq":10,"at":at,"message":{"type":"system"}}),
+                "  #10 10:11:12 event      system",
+            ),
+        ];
+        for (ev, want) in cases {
+            assert_eq!(line(&ev, PLAIN).as_deref(), Some(want), "{ev}");
+        }
+        assert_eq!(
+            line(&json!({"type":"token","seq":3,"text":"x","delta":1}), PLAIN),
+            None
+        );
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let ev =
+            json!({"type":"error","seq":1,"at":"2026-12-01T10:11:12Z","problem":{"detail":"x"}});
+        assert!(!line(&ev, PLAIN).unwrap().contains('\x1b'));
+        let coloured = line(&ev, Style { colour: true }).unwrap();
+        assert!(coloured.contains(RED), "{coloured:?}");
+        // Control characters from a model never reach the terminal raw.
+        let evil = json!({"type":"message_snapshot","seq":2,"text":"a\x1b[2Jb"});
+        assert!(!line(&evil, PLAIN).unwrap().contains('\x1b'));
+    }
+}

@@ -1,0 +1,340 @@
+// One run as the console shows it: a model fed with the stream's typed events (run-api.md §2),
+// and a view that renders it. Rows are keyed (a tool call by its id, a message by its id, a
+// step by its seq), so an event applied twice updates its row instead of adding one.
+
+import { h, fill, when, ms, short } from "./dom.js";
+
+const TOOL_LABEL = { running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
+
+export class RunModel {
+  constructor(runId) {
+    this.runId = runId;
+    this.sessionId = null;
+    this.model = null;
+    this.status = null;
+    this.items = [];
+    this.byKey = new Map();
+    this.pending = null; // {text, count}: tokens of the message being written
+    this.usage = null;
+    this.output = null;
+    this.error = null;
+    this.terminal = false;
+    this.expired = null;
+    this.lastSeq = 0;
+  }
+
+  upsert(key, fields) {
+    let item = this.byKey.get(key);
+    if (!item) {
+      item = { key, ...fields };
+      this.byKey.set(key, item);
+      this.items.push(item);
+    } else {
+      Object.assign(item, fields);
+    }
+    item.rev = (item.rev || 0) + 1;
+    return item;
+  }
+
+  /** Applies one stream event. `durable`: it had an id line (the follower drops repeats). */
+  apply(ev, durable) {
+    if (durable && typeof ev.seq === "number") this.lastSeq = Math.max(this.lastSeq, ev.seq);
+    if (ev.run_id && !this.runId) this.runId = ev.run_id;
+    switch (ev.type) {
+      case "run_started":
+        this.sessionId = ev.session_id ?? this.sessionId;
+        this.model = ev.agent?.model ?? this.model;
+        if (!this.terminal) this.status = "running";
+        this.upsert(`seq:${ev.seq}`, { kind: "start", at: ev.at, seq: ev.seq, model: this.model });
+        break;
+      case "step":
+        this.upsert(`seq:${ev.seq}`, { kind: "step", seq: ev.seq, at: ev.at, index: ev.index, stepKind: ev.kind, status: ev.status, text: ev.text });
+        break;
+      case "token": {
+        // `delta` counts the fragments of the open message from 1; a repeat is ignored.
+        const d = ev.delta ?? (this.pending ? this.pending.count + 1 : 1);
+        if (!this.pending || d === 1) this.pending = { text: "", count: 0 };
+        if (d > this.pending.count) {
+          this.pending.text += ev.text ?? "";
+          this.pending.count = d;
+        }
+        break;
+      }
+      case "message_snapshot":
+        this.upsert(`msg:${ev.message_id}`, { kind: "message", seq: ev.seq, at: ev.at, text: ev.text ?? "", delta: ev.delta });
+        this.pending = null;
+        break;
+      case "tool_started":
+        this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "running", at: ev.at, seq: ev.seq });
+        break;
+      case "tool_completed":
+        this.upsert(`tool:${ev.tool_call_id}`, {
+          kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: ev.outcome === "ok" ? "ok" : "error",
+          durationMs: ev.duration_ms, endedAt: ev.at, endSeq: ev.seq, ...(this.byKey.has(`tool:${ev.tool_call_id}`) ? {} : { at: ev.at }),
+        });
+        break;
+      case "tool_outcome_unknown":
+        this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "unknown", reason: ev.reason, endedAt: ev.at, endSeq: ev.seq });
+        break;
+      case "task":
+        this.upsert(`task:${ev.task_id}`, { kind: "task", seq: ev.seq, title: ev.title, status: ev.status, progress: ev.progress });
+        break;
+      case "usage":
+        this.usage = ev.usage ?? this.usage;
+        break;
+      case "completed":
+        this.terminal = true;
+        this.abandonRunning();
+        this.status = ev.status || "finished";
+        this.usage = ev.usage ?? this.usage;
+        this.output = ev.output ?? null;
+        this.pending = null;
+        break;
+      case "error":
+        this.terminal = true;
+        this.abandonRunning();
+        this.status = "error";
+        this.error = ev.problem || { detail: "the run failed" };
+        this.usage = ev.usage ?? this.usage;
+        this.pending = null;
+        break;
+      case "sdk_message":
+        this.upsert(`seq:${ev.seq}`, { kind: "raw", seq: ev.seq, message: ev.message });
+        break;
+      case "approval_required":
+        this.upsert(`approval:${ev.approval?.id}`, { kind: "approval", approval: ev.approval, decision: null });
+        break;
+      case "approval_resolved":
+        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason });
+        break;
+      default:
+        break; // control events (up_to_date, reconnect, stream_gap) change the connection, not the run
+    }
+  }
+
+  /** A call still running when its run ended (a cancel does not stop the host's tool; its
+   * answer is dropped) is abandoned: the run will never see its result. */
+  abandonRunning() {
+    for (const i of this.items) {
+      if (i.kind === "tool" && i.state === "running") {
+        Object.assign(i, { state: "abandoned", reason: "the run ended before this call did" });
+        i.rev = (i.rev || 0) + 1;
+      }
+    }
+  }
+
+  /** What GET /v1/runs/{id} says, for a run whose stream has nothing (more) to tell: its
+   * events were removed by retention, or they ended before the terminal one. Adds the tool
+   * calls only callbackd's own record has (the ones a cancel abandoned). */
+  applySummary(run) {
+    this.sessionId = run.session_id ?? this.sessionId;
+    this.model = run.model ?? this.model;
+    // The stream's terminal event wins: the run document can still say "running" for a few
+    // tens of milliseconds after it (the bridge stores the event before it settles the run).
+    if (!this.terminal) {
+      this.status = run.status ?? this.status;
+      this.usage = run.usage ?? this.usage;
+      if (run.output !== undefined && run.output !== null) this.output = run.output;
+      if (run.error) this.error = run.error;
+      this.terminal = ["finished", "error", "cancelled", "expired"].includes(run.status);
+    }
+    for (const c of run.tool_calls || []) {
+      const key = `tool:${c.tool_call_id}`;
+      const have = this.byKey.get(key);
+      if (have && have.state !== "running") continue;
+      const state = c.outcome === "ok" ? "ok" : c.outcome === "running" ? "running" : c.cut_off ? "unknown" : c.outcome === "abandoned" ? "abandoned" : "error";
+      this.upsert(key, { kind: "tool", id: c.tool_call_id, tool: c.tool, state, durationMs: c.duration_ms, at: have?.at ?? c.started_at, reason: c.cut_off ? c.outcome : undefined, fromRecord: true });
+    }
+    if (this.terminal) this.abandonRunning();
+  }
+}
+
+function words(key) {
+  return key.replace(/([a-z])([A-Z])/g, "$1 $2").replace(/_/g, " ").replace(/ tokens?$/i, "").toLowerCase();
+}
+
+const USAGE_ORDER = ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "totalTokens"];
+
+export function usageLine(usage) {
+  if (!usage || typeof usage !== "object") return "";
+  const rank = (k) => (USAGE_ORDER.includes(k) ? USAGE_ORDER.indexOf(k) : USAGE_ORDER.length);
+  return Object.entries(usage)
+    .filter(([, v]) => typeof v === "number")
+    .sort(([a], [b]) => rank(a) - rank(b))
+    .map(([k, v]) => `${words(k)} ${v.toLocaleString()}`)
+    .join(" · ");
+}
+
+/** Renders a RunModel; `update()` after each batch of events. */
+export class RunView {
+  constructor(model) {
+    this.model = model;
+    this.rows = new Map(); // key -> {li, rev}
+    this.title = h("h2", {}, "Run");
+    this.badge = h("span.badge");
+    this.meta = h("p.meta");
+    this.conn = h("div.conn", { role: "status", "aria-live": "polite" });
+    this.list = h("ol.transcript", { "aria-label": "Run events" });
+    this.writing = h("div.msg.writing", { hidden: true, "aria-live": "off" });
+    this.result = h("section.result", { "aria-label": "Result" });
+    this.el = h("section.run", {}, h("header.run-head", {}, this.title, this.badge), this.meta, this.conn, this.list, this.writing, this.result);
+    this.scheduled = false;
+  }
+
+  /** Batches DOM work to one pass per frame: tokens can arrive hundreds a second. */
+  update() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    requestAnimationFrame(() => {
+      this.scheduled = false;
+      this.render();
+    });
+  }
+
+  render() {
+    const m = this.model;
+    fill(this.title, "Run ", h("code", { title: m.runId || "" }, m.runId ? short(m.runId) : "(starting)"));
+    this.badge.className = `badge status-${m.status || "unknown"}`;
+    this.badge.textContent = m.status || "…";
+    this.el.dataset.status = m.status || "";
+    this.el.dataset.runId = m.runId || "";
+    fill(this.meta,
+      m.sessionId ? h("a", { href: `#/sessions/${encodeURIComponent(m.sessionId)}` }, "session ", h("code", {}, short(m.sessionId))) : null,
+      m.model ? ` · model ${m.model}` : null,
+      m.lastSeq ? ` · ${m.lastSeq} events` : null);
+    for (const item of m.items) {
+      let row = this.rows.get(item.key);
+      if (!row) {
+        row = { li: h("li"), rev: -1 };
+        this.rows.set(item.key, row);
+        this.list.append(row.li);
+      }
+      if (row.rev !== item.rev) {
+        renderItem(row.li, item, this.onDecide);
+        row.rev = item.rev;
+      }
+    }
+    if (m.pending && m.pending.text) {
+      this.writing.hidden = false;
+      fill(this.writing, h("div.who", {}, "assistant (writing)"), h("div.text", {}, m.pending.text), h("span.caret", { "aria-hidden": "true" }));
+    } else {
+      this.writing.hidden = true;
+    }
+    this.renderResult();
+    // A running tool's row counts its seconds; the clock stops with the last running tool.
+    const running = m.items.some((i) => i.kind === "tool" && i.state === "running");
+    if (running && !this.tick) {
+      this.tick = setInterval(() => {
+        for (const i of this.model.items) if (i.kind === "tool" && i.state === "running") i.rev++;
+        this.render();
+      }, 1000);
+    } else if (!running && this.tick) {
+      clearInterval(this.tick);
+      this.tick = null;
+    }
+  }
+
+  /** Stops the view's timer (the page is leaving). */
+  dispose() {
+    clearInterval(this.tick);
+    this.tick = null;
+  }
+
+  renderResult() {
+    const m = this.model;
+    const parts = [];
+    if (m.expired) parts.push(h("p.notice", {}, m.expired));
+    if (m.usage) parts.push(h("p.usage", {}, h("strong", {}, "Usage: "), usageLine(m.usage)));
+    if (m.terminal && m.status !== "error") {
+      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`),
+        m.output ? h("div.text.output", {}, m.output) : h("p.muted", {}, "(no output)")));
+    }
+    if (m.error) {
+      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed"),
+        h("p.detail", {}, m.error.detail || "(no detail)"),
+        m.error.code ? h("p.muted", {}, `code ${m.error.code}`) : null));
+    }
+    fill(this.result, parts);
+  }
+
+  /** The connection line: what the follower is doing, in words. */
+  connection(s) {
+    this.el.dataset.conn = s.state;
+    const msg = s.message ? ` (${s.message})` : "";
+    let text = "";
+    let cls = "conn";
+    switch (s.state) {
+      case "connecting": text = s.message || "connecting…"; break;
+      case "replaying": text = "connected, catching up…"; break;
+      case "live": text = "live"; cls += " live"; break;
+      case "waiting":
+        cls += " waiting";
+        text = `Connection lost${msg}. Reconnecting in ${Math.max(1, Math.round(s.retryInMs / 1000))} s, resuming after event #${s.lastSeq}…`;
+        break;
+      case "ended": text = s.message || "run ended"; cls += " ended"; break;
+      case "failed": text = s.message || "failed"; cls += " failed"; break;
+      default: text = s.state;
+    }
+    this.conn.className = cls;
+    fill(this.conn, text, s.state === "waiting" && this.onRetryNow ? [" ", h("button.link", { type: "button", onclick: this.onRetryNow }, "Retry now")] : null);
+  }
+}
+
+function elapsed(iso) {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? "" : `${Math.max(0, Math.floor((Date.now() - t) / 1000))} s so far`;
+}
+
+function renderItem(li, item, decide) {
+  li.className = `item ${item.kind}`;
+  li.dataset.key = item.key;
+  if (item.seq !== undefined) li.dataset.seq = item.seq;
+  switch (item.kind) {
+    case "start":
+      fill(li, h("span.label", {}, "started"), h("span", {}, item.model ? `model ${item.model}` : ""), h("time", { datetime: item.at }, when(item.at)));
+      break;
+    case "step": {
+      const what = item.stepKind === "status" ? `status ${item.status ?? ""}` : item.stepKind === "thinking" ? "thinking" : item.stepKind || "step";
+      fill(li, h("span.label", {}, `step ${item.index ?? ""}`), h("span", {}, what), item.text ? h("span.text.thought", {}, item.text) : null, h("time", { datetime: item.at }, when(item.at)));
+      break;
+    }
+    case "message":
+      li.dataset.messageId = item.key.slice(4);
+      fill(li, h("div.who", {}, "assistant"), h("div.text", {}, item.text));
+      break;
+    case "tool":
+      li.classList.add(`tool-${item.state}`);
+      li.dataset.toolCallId = item.id;
+      li.dataset.outcome = item.state;
+      fill(li,
+        h("span.label", {}, "tool"),
+        h("span.tool-name", {}, item.tool || "?"),
+        h("span.outcome", {}, TOOL_LABEL[item.state] || item.state),
+        h("span.duration", {}, item.durationMs !== undefined && item.durationMs !== null ? ms(item.durationMs)
+          : item.state === "running" && item.at ? elapsed(item.at) : ""),
+        item.reason ? h("span.reason", {}, item.reason) : null,
+        h("code.call-id", { title: item.id }, short(item.id)));
+      break;
+    case "task":
+      fill(li, h("span.label", {}, "task"), h("span", {}, item.title || item.key), h("span.outcome", {}, item.status || ""),
+        item.progress !== undefined && item.progress !== null ? h("span", {}, String(item.progress)) : null);
+      break;
+    case "approval": {
+      li.dataset.approvalId = item.key.slice("approval:".length);
+      li.dataset.decision = item.decision || "pending";
+      const pending = !item.decision && decide;
+      fill(li,
+        h("span.label", {}, "approval"),
+        h("span.tool-name", {}, item.approval?.tool || ""),
+        item.approval?.args ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
+        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}` : "waits for a decision"),
+        item.reason ? h("span.reason", {}, item.reason) : null,
+        pending ? h("span.decide", {},
+          h("button.primary", { type: "button", onclick: () => decide(li.dataset.approvalId, "approve") }, "Approve"),
+          h("button.danger", { type: "button", onclick: () => decide(li.dataset.approvalId, "deny") }, "Deny")) : null);
+      break;
+    }
+    default:
+      fill(li, h("span.label", {}, item.message?.type || "event"), h("code.raw", {}, JSON.stringify(item.message ?? {}).slice(0, 300)));
+  }
+}

@@ -1,0 +1,411 @@
+//! `callbackd follow / sessions / runs` (src/client) against the real daemon: the store is fed
+//! through the bridge's own callback (CallStore), as the bridge would, and the client reads it
+//! back through the run API, across a daemon restart on the same port.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use callbackd::client::{follow, ApiClient, FollowOptions, Followed, Sink};
+use callbackd::secret::Secret;
+use serde_json::{json, Value};
+
+use crate::helpers::{agent, run, TestApp};
+
+const TOKEN: &str = "client-test-api-token-0123456789abcdef";
+const READ_TOKEN: &str = "client-test-read-token-0123456789abcdef";
+const AGENT: &str = "agent-client-1";
+
+fn with_tokens(c: &mut callbackd::Config) {
+    c.api.token = Some(Secret::new(TOKEN.to_string()));
+    c.api.read_token = Some(Secret::new(READ_TOKEN.to_string()));
+}
+
+async fn spawn() -> TestApp {
+    TestApp::spawn_with(with_tokens).await
+}
+
+fn url(app: &TestApp) -> String {
+    format!("http://{}/", app.addr)
+}
+
+/// An agent with one run, as the bridge creates them.
+async fn session(app: &TestApp, run_id: &str) {
+    app.store_ok("agents", "create", json!({"agent": agent(AGENT, "/ws", 1)}))
+        .await;
+    app.store_ok("runs", "create", json!({"run": run(AGENT, run_id, 1)}))
+        .await;
+}
+
+/// One stored `sdk_message`, as the bridge appends it.
+async fn sdk(app: &TestApp, run_id: &str, message: Value) -> u64 {
+    let mut message = message;
+    message["agent_id"] = json!(AGENT);
+    message["run_id"] = json!(run_id);
+    let ev = app
+        .store_ok(
+            "runEvents",
+            "append",
+            json!({"runId": run_id, "eventType": "run_stream_event", "payload": {
+                "schemaVersion": 1, "type": "sdk_message", "agentId": AGENT, "runId": run_id,
+                "message": message}}),
+        )
+        .await
+        .expect("event");
+    ev["seq"].as_u64().expect("seq")
+}
+
+async fn first_half(app: &TestApp, r: &str) {
+    sdk(app, r, json!({"type": "request", "request_id": "q1"})).await;
+    sdk(app, r, json!({"type": "status", "status": "RUNNING"})).await;
+    sdk(app, r, json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Calling echo."}]}})).await;
+}
+
+async fn second_half(app: &TestApp, r: &str, end: &str) {
+    let args = json!({"providerIdentifier": "custom-user-tools", "toolName": "echo", "args": {"text": "ping"}});
+    sdk(app, r, json!({"type": "tool_call", "call_id": "toolu_1", "name": "mcp", "status": "running", "args": args})).await;
+    sdk(app, r, json!({"type": "tool_call", "call_id": "toolu_1", "name": "mcp", "status": "completed", "args": args,
+        "result": {"status": "success", "value": {"content": [{"text": {"text": "{\"text\":\"ping\"}"}}]}}})).await;
+    sdk(app, r, json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "Echo said ping."}]}})).await;
+    sdk(app, r, json!({"type": "usage", "usage": {"inputTokens": 20, "outputTokens": 12, "cacheReadTokens": 0, "cacheWriteTokens": 0, "totalTokens": 32}})).await;
+    let mut doc = run(AGENT, r, 1);
+    match end {
+        "FINISHED" => {
+            sdk(app, r, json!({"type": "status", "status": "FINISHED"})).await;
+            doc["status"] = json!("finished");
+            doc["result"] = json!("Echo said ping.");
+        }
+        _ => {
+            sdk(app, r, json!({"type": "status", "status": "ERROR", "message": "[internal] the backend went away"})).await;
+            doc["status"] = json!("error");
+            doc["error"] = json!("[internal] the backend went away");
+        }
+    }
+    // The bridge's run document follows its terminal event.
+    doc["endedAt"] = json!(1_780_000_000_500i64);
+    app.store_ok("runs", "update", json!({"run": doc})).await;
+}
+
+/// Collects what `follow` hands on.
+#[derive(Clone, Default)]
+struct Collect {
+    events: Arc<Mutex<Vec<(Value, bool)>>>,
+    notes: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sink for Collect {
+    fn event(&mut self, event: &Value, durable: bool) -> std::io::Result<()> {
+        self.events.lock().unwrap().push((event.clone(), durable));
+        Ok(())
+    }
+    fn note(&mut self, text: &str) {
+        self.notes.lock().unwrap().push(text.to_string());
+    }
+}
+
+impl Collect {
+    fn durable(&self) -> Vec<(u64, String)> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, d)| *d)
+            .map(|(e, _)| {
+                (
+                    e["seq"].as_u64().unwrap(),
+                    e["type"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn follow_resumes_across_a_daemon_restart_and_hands_on_every_event_once() {
+    let app = spawn().await;
+    let addr = app.addr;
+    session(&app, "run-c1").await;
+    first_half(&app, "run-c1").await;
+    let client = ApiClient::new(&url(&app), TOKEN).unwrap();
+    let sink = Collect::default();
+    let mut s = sink.clone();
+    let follower = tokio::spawn(async move {
+        let opts = FollowOptions {
+            max_backoff: Duration::from_millis(300),
+            ..FollowOptions::default()
+        };
+        follow(&client, "run-c1", &opts, &mut s).await
+    });
+    eventually("the first three events", || sink.durable().len() == 3).await;
+
+    // The daemon goes away in the middle of the run and comes back on the same port.
+    let dir = app.stop().await;
+    eventually("a reconnect note", || {
+        !sink.notes.lock().unwrap().is_empty()
+    })
+    .await;
+    let app = TestApp::spawn_in(dir, |c| {
+        with_tokens(c);
+        c.server.listen = addr.to_string();
+    })
+    .await;
+    second_half(&app, "run-c1", "FINISHED").await;
+
+    let (outcome, last) = tokio::time::timeout(Duration::from_secs(20), follower)
+        .await
+        .expect("follow ends with the run")
+        .unwrap()
+        .expect("follow succeeds");
+    let Followed::Terminal(end) = outcome else {
+        panic!("not terminal: {outcome:?}")
+    };
+    assert_eq!(end["type"], "completed");
+    assert_eq!(end["status"], "finished");
+    assert_eq!(last, 8);
+    let types: Vec<(u64, String)> = sink.durable();
+    assert_eq!(
+        types,
+        [
+            "run_started",
+            "step",
+            "message_snapshot",
+            "tool_started",
+            "tool_completed",
+            "message_snapshot",
+            "usage",
+            "completed"
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i as u64 + 1, t.to_string()))
+        .collect::<Vec<_>>(),
+        "every durable event exactly once, in order"
+    );
+    let notes = sink.notes.lock().unwrap().join("\n");
+    assert!(notes.contains("resuming after event #3"), "{notes}");
+}
+
+#[tokio::test]
+async fn follow_ends_on_204_and_refuses_bad_tokens_and_unknown_runs_without_retrying() {
+    let app = spawn().await;
+    session(&app, "run-c2").await;
+    first_half(&app, "run-c2").await;
+    second_half(&app, "run-c2", "FINISHED").await;
+    let opts = FollowOptions {
+        after: 8,
+        ..FollowOptions::default()
+    };
+    let client = ApiClient::new(&url(&app), TOKEN).unwrap();
+    let (outcome, _) = tokio::time::timeout(
+        Duration::from_secs(10),
+        follow(&client, "run-c2", &opts, &mut Collect::default()),
+    )
+    .await
+    .expect("a terminal run with nothing after 8 answers at once")
+    .unwrap();
+    assert!(matches!(outcome, Followed::NothingMore), "{outcome:?}");
+
+    let quick = Duration::from_secs(5);
+    let wrong = ApiClient::new(&url(&app), "wrong-token-0123456789abcdef").unwrap();
+    let err = tokio::time::timeout(
+        quick,
+        follow(
+            &wrong,
+            "run-c2",
+            &FollowOptions::default(),
+            &mut Collect::default(),
+        ),
+    )
+    .await
+    .expect("a 401 is not retried")
+    .unwrap_err();
+    assert!(err.to_string().contains("HTTP 401"), "{err}");
+    let err = tokio::time::timeout(
+        quick,
+        follow(
+            &client,
+            "no-such-run",
+            &FollowOptions::default(),
+            &mut Collect::default(),
+        ),
+    )
+    .await
+    .expect("a 404 is not retried")
+    .unwrap_err();
+    assert!(err.to_string().contains("HTTP 404"), "{err}");
+}
+
+/// The binary itself, as a user runs it.
+async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .args(args)
+        .env_remove("CALLBACKD_API_TOKEN")
+        .env_remove("CALLBACKD_URL")
+        .env_remove("CALLBACKD_CONFIG")
+        .envs(env.iter().copied())
+        .output()
+        .await
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_follow_sessions_and_runs_commands() {
+    let app = spawn().await;
+    let u = url(&app);
+    session(&app, "run-c3").await;
+    first_half(&app, "run-c3").await;
+    second_half(&app, "run-c3", "FINISHED").await;
+
+    // Plain lines when stdout is not a terminal: no escape codes, one event per line.
+    let (code, out, err) = cli(&["follow", "run-c3", "--url", &u, "--token", TOKEN], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains('\x1b'), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 8, "{out}");
+    assert!(
+        lines[0].starts_with("   #1 ") && lines[0].contains("started"),
+        "{out}"
+    );
+    assert!(
+        lines[4].contains("tool") && lines[4].contains("echo ok"),
+        "{out}"
+    );
+    assert!(
+        lines[7].contains("completed") && lines[7].contains("finished: Echo said ping."),
+        "{out}"
+    );
+
+    // --json: the API's objects, one per line; the token may come from the environment.
+    let (code, out, err) = cli(
+        &["follow", "run-c3", "--url", &u, "--json"],
+        &[("CALLBACKD_API_TOKEN", READ_TOKEN)],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let seqs: Vec<u64> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+        .filter(|e| e["type"] != "up_to_date")
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=8).collect::<Vec<_>>());
+
+    let (code, out, err) = cli(&["sessions", "--url", &u, "--token", TOKEN], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with(AGENT)), "{out}");
+    let (code, out, err) = cli(&["runs", AGENT, "--url", &u, "--token", TOKEN], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("run-c3") && l.contains("finished")),
+        "{out}"
+    );
+
+    // Bad input: a clear message and a failing exit status.
+    let (code, _, err) = cli(
+        &[
+            "follow",
+            "run-c3",
+            "--url",
+            &u,
+            "--token",
+            "wrong-token-0123456789abcdef",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("HTTP 401"), "{err}");
+    let (code, _, err) = cli(
+        &[
+            "follow",
+            "run-c3",
+            "--url",
+            "https://example.invalid/",
+            "--token",
+            TOKEN,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("only http://"), "{err}");
+    let (code, _, err) = cli(
+        &["runs", "no-such-agent", "--url", &u, "--token", TOKEN],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no session") && err.contains("HTTP 404"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn follow_of_a_failed_run_shows_the_bridge_failure_text_and_exits_non_zero() {
+    let app = spawn().await;
+    session(&app, "run-c4").await;
+    first_half(&app, "run-c4").await;
+    second_half(&app, "run-c4", "ERROR").await;
+    let (code, out, err) = cli(
+        &["follow", "run-c4", "--url", &url(&app), "--token", TOKEN],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1, "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("error") && last.contains("[internal] the backend went away"),
+        "{out}"
+    );
+    assert!(err.contains("ended with status error"), "{err}");
+}
+
+#[tokio::test]
+async fn follow_of_a_pruned_run_shows_what_callbackd_kept_of_it() {
+    let app = spawn().await;
+    session(&app, "run-c5").await;
+    first_half(&app, "run-c5").await;
+    second_half(&app, "run-c5", "FINISHED").await;
+    let (db, addr) = (app.db.clone(), app.addr);
+    let dir = app.stop().await;
+    let store = callbackd::store::sqlite::SqliteStore::open(
+        &callbackd::store::sqlite::SqliteOptions::new(&db),
+    )
+    .unwrap();
+    let report = callbackd::api::retention::prune(&store, Duration::ZERO, 10)
+        .await
+        .unwrap();
+    assert_eq!(report.events, 8);
+    drop(store);
+    let app = TestApp::spawn_in(dir, |c| {
+        with_tokens(c);
+        c.server.listen = addr.to_string();
+    })
+    .await;
+    // 410 replay_expired: no events to show, so the run's state, and the run's own status.
+    let (code, out, err) = cli(
+        &["follow", "run-c5", "--url", &url(&app), "--token", TOKEN],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("removed by retention"), "{err}");
+    assert!(out.contains("run run-c5 status finished"), "{out}");
+    assert!(out.contains("output: Echo said ping."), "{out}");
+}

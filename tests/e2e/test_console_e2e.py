@@ -1,0 +1,394 @@
+"""Issue 10: the web console (/ui/) in a real browser -- Debian's chromium, driven by
+playwright-core through tests/e2e/browser/driver.mjs -- against `callbackd run` with the real
+bridge and the fake backend: a session created and a tool turn sent from the page, the tool row
+and the final text seen; the daemon restarted in the middle of a slow tool call and the view
+resuming with exactly the run's rows (none repeated, none missing); a cancel mid tool call; a
+wrong token asked again; send and cancel hidden for the read-only token; 360 px wide; a run
+whose events retention removed (410). Screenshots go to <tmp_path>/screenshots.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+import harness as h
+
+HERE = Path(__file__).resolve().parent
+API_TOKEN = "console-test-api-token-0123456789abcdef"
+READ_TOKEN = "console-test-read-token-0123456789abcdef"
+SLOW_SECONDS = 4
+CONFIG = f'''
+[[tools.command]]
+name = "slow"
+description = "Waits {SLOW_SECONDS} seconds, then answers"
+input_schema = {{ type = "object" }}
+argv = ["sh", "-c", "sleep {SLOW_SECONDS}; echo '{{\\"slept\\": {SLOW_SECONDS}}}'"]
+timeout_ms = 30000
+
+[[tools.command]]
+name = "guarded"
+description = "Answers at once, once a person approved the call"
+input_schema = {{ type = "object" }}
+argv = ["sh", "-c", "echo '{{\\"done\\": true}}'"]
+approval = "always"
+'''
+
+
+@pytest.fixture(scope="module")
+def browser_env() -> dict:
+    """Debian's chromium and playwright-core (tests/e2e/browser/setup.sh: apt-get and npm ci)."""
+    out = subprocess.run(["bash", str(HERE / "browser" / "setup.sh")], check=True, stdout=subprocess.PIPE,
+                         timeout=900).stdout.decode()
+    env = {}
+    for line in out.splitlines():
+        if line.startswith("export "):
+            k, _, v = line[len("export "):].partition("=")
+            env[k] = shlex.split(v)[0]
+    return env
+
+
+class Browser:
+    """driver.mjs: one JSON command per line on stdin, one JSON answer per line on stdout."""
+
+    def __init__(self, env: dict, workdir: Path):
+        self.user_data = workdir / "chromium-profile"          # fresh for every test
+        self.user_data.mkdir(parents=True)
+        logs = workdir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.err = open(logs / "browser.err", "wb")
+        self.popen = subprocess.Popen(["node", str(HERE / "browser" / "driver.mjs"), str(self.user_data), "1000", "780"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+                                      env={**os.environ, **env}, start_new_session=True, text=True)
+
+    def __call__(self, op: str, **args):
+        self.popen.stdin.write(json.dumps({"op": op, **args}) + "\n")
+        self.popen.stdin.flush()
+        line = self.popen.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the browser driver died during {op}: see {self.err.name}")
+        answer = json.loads(line)
+        if not answer["ok"]:
+            raise AssertionError(f"browser {op} {args}: {answer['error']}\nbrowser log: {answer.get('log')}")
+        return answer["value"]
+
+    def close(self):
+        try:
+            self("close")
+        except Exception:
+            pass
+        try:
+            self.popen.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(timeout=10)
+        self.err.close()
+
+
+class Proxy:
+    """The browser's way to the daemon: a TCP relay on 127.0.0.1 with a fixed port, so the
+    console keeps one URL across daemon restarts (as behind any fixed address), and so the
+    test can drop every connection the moment the daemon goes down: `callbackd run` keeps
+    serving while its bridge drains the run, so without this the view would never see the
+    restart. While down, new connections are refused."""
+
+    def __init__(self, upstream: int):
+        self.upstream = upstream
+        self.up = True
+        self.lock = threading.Lock()
+        self.open: list[socket.socket] = []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            with self.lock:
+                up, port = self.up, self.upstream
+            if not up:
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port), timeout=5)
+                upstream.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def down(self):
+        """Drops every open connection and refuses new ones."""
+        with self.lock:
+            self.up = False
+            conns, self.open = self.open, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def back(self, upstream: int):
+        with self.lock:
+            self.upstream, self.up = upstream, True
+
+    def close(self):
+        self.down()
+        self.server.close()
+
+
+def api(base: str, path: str, token: str = API_TOKEN) -> dict:
+    u = urllib.parse.urlparse(base)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    try:
+        c.request("GET", path, headers={"Authorization": f"Bearer {token}"})
+        r = c.getresponse()
+        body = r.read()
+        assert r.status == 200, f"GET {path}: {r.status} {body[:300]!r}"
+        return json.loads(body)
+    finally:
+        c.close()
+
+
+def all_events(base: str, run_id: str) -> list[dict]:
+    events, after = [], 0
+    while True:
+        page = api(base, f"/v1/runs/{run_id}/events?after={after}&limit=500")
+        events += page["events"]
+        if page.get("next_after") is None:
+            return events
+        after = page["next_after"]
+
+
+def row_keys(events: list[dict]) -> list[str]:
+    """The console's rows for a run's durable events, in order: one per step/start/raw event,
+    one per message id, one per tool call, one per task (run.js keys them the same way)."""
+    keys: list[str] = []
+    for ev in events:
+        t = ev["type"]
+        key = {"run_started": f"seq:{ev['seq']}", "step": f"seq:{ev['seq']}", "sdk_message": f"seq:{ev['seq']}",
+               "message_snapshot": f"msg:{ev.get('message_id')}", "task": f"task:{ev.get('task_id')}",
+               "tool_started": f"tool:{ev.get('tool_call_id')}", "tool_completed": f"tool:{ev.get('tool_call_id')}",
+               "tool_outcome_unknown": f"tool:{ev.get('tool_call_id')}"}.get(t)
+        if key and key not in keys:
+            keys.append(key)
+    return keys
+
+
+def dom_rows(b: Browser) -> list[dict]:
+    return b("eval", js="() => [...document.querySelectorAll('.transcript > li')].map(li => "
+                         "({key: li.dataset.key, outcome: li.dataset.outcome || null, text: li.textContent}))")
+
+
+def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.CallbackdRun, dict]:
+    run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db, st, tt)
+    ready = json.loads(run.proc.wait_for_line("callbackd ready ", timeout=30))
+    assert ready["console_url"] == f"{ready['url']}ui/#token={API_TOKEN}", ready
+    return run, ready
+
+
+def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch):
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    config = tmp_path / "callbackd.toml"
+    config.write_text(CONFIG)
+    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
+    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
+    monkeypatch.setenv("CALLBACKD_API_READ_TOKEN", READ_TOKEN)
+    backend = h.FakeBackend(setup_env, tmp_path, "auto")
+    ws = tmp_path / "ws"
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    st, tt = h.rand_token(), h.rand_token()
+    run, ready = start_run(setup_env, tmp_path, backend, ws, db, st, tt)
+    proxy = Proxy(urllib.parse.urlparse(ready["url"]).port)
+    base = f"http://127.0.0.1:{proxy.port}"
+    console = f"{base}/ui/"
+    b = Browser(browser_env, tmp_path)
+    try:
+        # A wrong token says so and asks again; the right one from the fragment is taken out of
+        # the address bar.
+        b("goto", url=console + "#token=not-the-token")
+        b("wait", selector="#token-error")
+        assert "not accepted" in b("eval", js="() => document.getElementById('token-error').textContent")
+        b("goto", url=console + "#token=" + API_TOKEN)
+        b("wait", selector="h1")
+        assert API_TOKEN not in b("url"), "the token must not stay in the address bar"
+
+        # New session, by keyboard alone (Tab to the button, Enter), then a turn that calls
+        # the echo tool.
+        b("wait", selector="#new-session")
+        for _ in range(12):
+            if b("eval", js="() => document.activeElement?.id") == "new-session":
+                break
+            b("key", key="Tab")
+        assert b("eval", js="() => document.activeElement?.id") == "new-session", "Tab never reaches New session"
+        b("key", key="Enter")
+        b("wait", selector="#message")
+        b("fill", selector="#message", text="Please call the echo tool.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .tool[data-outcome='ok']")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        final = b("eval", js="() => document.querySelector('.final .output').textContent")
+        assert final.startswith("The tool returned:") and "ping" in final, final
+        run1 = b("eval", js="() => document.querySelector('.run').dataset.runId")
+        assert b("url").endswith(f"#/runs/{run1}")
+        assert row_keys(all_events(base, run1)) == [r["key"] for r in dom_rows(b)]
+        b("screenshot", path=str(shots / "1-tool-turn.png"))
+
+        # A slow tool, and the daemon restarted while it runs.
+        backend.post_script({"steps": [{"text": "Working on it."}, {"tool": "slow", "args": {}},
+                                       {"textFromLastTool": "Slow said: "}],
+                             "usage": {"inputTokens": 30, "outputTokens": 9}})
+        b("fill", selector="#message", text="Now the slow one.")
+        b("press", selector="#message", key="Control+Enter")
+        b("wait", selector=".transcript .tool[data-outcome='running']")
+        run2 = b("eval", js="() => document.querySelector('.run').dataset.runId")
+        assert run2 and run2 != run1
+        b("wait", selector="#cancel")                       # a live run can be cancelled
+        before = dom_rows(b)
+        # Every connection state the view goes through from here on.
+        b("eval", js="""() => { window.__conn = []; const run = document.querySelector('.run');
+            const note = () => { const s = run.dataset.conn; if (window.__conn.at(-1) !== s) window.__conn.push(s); };
+            new MutationObserver(note).observe(run, {attributes: true, attributeFilter: ['data-conn']}); note(); }""")
+        # The daemon goes down (SIGTERM: callbackd forwards it, the bridge finishes the run
+        # while callbackd still stores its events, then both exit) and the browser loses its
+        # stream at that moment, in the middle of the tool call.
+        os.kill(run.proc.pid, signal.SIGTERM)
+        proxy.down()
+        b("wait", selector=".conn.waiting", timeout_ms=20000)
+        waiting = b("eval", js="() => document.querySelector('.conn').textContent")
+        assert "Reconnecting" in waiting and "resuming after event #" in waiting, waiting
+        b("screenshot", path=str(shots / "2-reconnecting.png"))
+        assert run.proc.popen.wait(timeout=30) == 0, run.proc.tail()
+        shape = lambda rows: [(r["key"], r["outcome"]) for r in rows]
+        assert shape(dom_rows(b)) == shape(before), "nothing may change while the daemon is away"
+        run, ready = start_run(setup_env, tmp_path, backend, ws, db, st, tt)
+        proxy.back(urllib.parse.urlparse(ready["url"]).port)
+        # What the daemon stored while the browser was cut off comes from the new daemon's
+        # replay after the view's last durable seq.
+        b("wait", selector=".final .output", timeout_ms=60000)
+        final2 = b("eval", js="() => document.querySelector('.final .output').textContent")
+        assert final2 == f'Slow said: {{"slept":{SLOW_SECONDS}}}', final2
+        rows = dom_rows(b)
+        keys = [r["key"] for r in rows]
+        assert len(keys) == len(set(keys)), f"duplicated rows: {keys}"
+        assert keys[:len(before)] == [r["key"] for r in before], "rows shown before the restart changed order"
+        assert keys == row_keys(all_events(base, run2)), "the view does not have exactly the run's rows"
+        tools = [r for r in rows if r["key"].startswith("tool:")]
+        assert len(tools) == 1 and tools[0]["outcome"] == "ok" and "slow" in tools[0]["text"], tools
+        seen = b("eval", js="() => window.__conn")
+        assert "waiting" in seen and seen[-1] == "ended", seen
+        assert b("eval", js="() => document.getElementById('cancel').hidden"), "cancel must go once the run ended"
+        b("screenshot", path=str(shots / "3-resumed-after-restart.png"))
+        if os.environ.get("CONSOLE_DOCS_SCREENSHOT"):
+            shutil.copy(shots / "3-resumed-after-restart.png", os.environ["CONSOLE_DOCS_SCREENSHOT"])
+
+        # The session goes on after the restart (callbackd resumes it on the new bridge).
+        b("fill", selector="#message", text="Hello again.")
+        b("click", selector="#send")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        assert b("eval", js="() => document.querySelector('.final .output').textContent") == "Hello from the fake model."
+
+        # A tool whose calls wait for a person: the row offers Approve / Deny.
+        backend.post_script({"steps": [{"text": "Asking first."}, {"tool": "guarded", "args": {"what": "deploy"}},
+                                       {"textFromLastTool": "Guarded said: "}]})
+        b("fill", selector="#message", text="Run the guarded tool.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .approval[data-decision='pending'] button.primary")
+        assert "deploy" in b("eval", js="() => document.querySelector('.transcript .approval').textContent")
+        b("screenshot", path=str(shots / "5-approval.png"))
+        b("click", selector=".transcript .approval button.primary")
+        b("wait", selector=".transcript .approval[data-decision='approved']")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        assert b("eval", js="() => document.querySelector('.final .output').textContent") == 'Guarded said: {"done":true}'
+        assert b("eval", js="() => document.querySelectorAll('.transcript .approval button').length") == 0
+
+        # Cancel during a slow tool call: the run ends cancelled; the call the bridge left
+        # running (it is not in the stream) comes from callbackd's own record of it.
+        backend.post_script({"steps": [{"text": "Slow again."}, {"tool": "slow", "args": {}},
+                                       {"textFromLastTool": "never shown: "}]})
+        b("fill", selector="#message", text="Slow again, then cancel it.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .tool[data-outcome='running']")
+        b("click", selector="#cancel")
+        b("wait", selector=".run[data-status='cancelled']", timeout_ms=30000)
+        assert b("eval", js="() => document.querySelector('.final h3').textContent") == "Run cancelled"
+        b("wait", selector="#cancel", state="hidden")
+        run4 = b("eval", js="() => document.querySelector('.run').dataset.runId")
+        calls = api(base, f"/v1/runs/{run4}")["tool_calls"]
+        shown = b("eval", js="() => [...document.querySelectorAll('.transcript .tool')].map(li => li.dataset.outcome)")
+        assert len(calls) == 1 and shown == ["abandoned"], (calls, shown)
+        b("screenshot", path=str(shots / "6-cancelled.png"))
+
+        # The read-only token reads everything and has no send, cancel or new-session controls.
+        b("goto", url=f"{console}#token={READ_TOKEN}")
+        b("wait", selector=".role-read")
+        b("goto", url=f"{console}#/runs/{run2}")
+        b("wait", selector=".final .output")
+        assert [r["key"] for r in dom_rows(b)] == keys
+        assert b("eval", js="() => [!!document.getElementById('message'), "
+                            "!document.getElementById('cancel') || document.getElementById('cancel').hidden]") == [False, True]
+        b("goto", url=f"{console}#/sessions")
+        b("wait", selector="table.sessions tbody tr")
+        assert b("eval", js="() => !document.getElementById('new-session')")
+
+        # Narrow screens: nothing wider than the viewport.
+        b("viewport", width=360, height=740)
+        b("goto", url=f"{console}#/runs/{run2}")
+        b("wait", selector=".final .output")
+        assert b("eval", js="() => document.documentElement.scrollWidth <= 360"), "the run view overflows at 360 px"
+        b("screenshot", path=str(shots / "4-narrow.png"))
+        # Retention removed the events (410 replay_expired): the run's kept state is shown.
+        subprocess.run([str(h.callbackd_bin()), "prune", "--db", str(db), "--older-than", "0s"], check=True,
+                       capture_output=True, timeout=60)
+        b("viewport", width=1000, height=780)
+        b("goto", url=f"{console}#/runs/{run1}")
+        b("wait", selector=".result .notice")
+        assert "removed by retention" in b("eval", js="() => document.querySelector('.result .notice').textContent")
+        assert b("eval", js="() => document.querySelector('.final .output').textContent") == final
+        assert b("eval", js="() => document.querySelector('.run').dataset.status") == "finished"
+
+        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
+        assert not errors, errors
+    except BaseException:
+        try:
+            b("screenshot", path=str(shots / "failure.png"))   # what the page showed
+        except Exception:
+            pass
+        raise
+    finally:
+        b.close()
+        proxy.close()
+        print(f"screenshots: {shots}")

@@ -1,0 +1,141 @@
+// The console's logic without a browser (node --test tests/ui): the SSE reader, the run
+// model, and the follower's resume rule against a scripted fetch. The browser test
+// (tests/e2e/test_console_e2e.py) covers the page against the real daemon.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+
+// What the modules touch of a browser, outside the DOM.
+const store = new Map();
+globalThis.sessionStorage = {
+  getItem: (k) => store.get(k) ?? null,
+  setItem: (k, v) => store.set(k, String(v)),
+  removeItem: (k) => store.delete(k),
+};
+
+const ASSETS = new URL("../../src/ui/assets/", import.meta.url);
+const { readSse } = await import(new URL("sse.js", ASSETS));
+const { RunModel, usageLine } = await import(new URL("run.js", ASSETS));
+const { Follower } = await import(new URL("follow.js", ASSETS));
+const api = await import(new URL("api.js", ASSETS));
+
+function body(chunks, { error = false } = {}) {
+  const enc = new TextEncoder();
+  const queue = chunks.map((ch) => (typeof ch === "string" ? enc.encode(ch) : ch));
+  // Pulled one chunk at a time, so an error comes after the reader took every chunk (an
+  // error raised up front would discard the queued ones).
+  return new ReadableStream({
+    pull(c) {
+      if (queue.length) c.enqueue(queue.shift());
+      else if (error) c.error(new TypeError("network error"));
+      else c.close();
+    },
+  });
+}
+
+const durable = (seq, ev) => `id: ${seq}\ndata: ${JSON.stringify({ seq, run_id: "r1", at: "2026-12-01T10:00:00Z", ...ev })}\n\n`;
+const control = (ev) => `data: ${JSON.stringify({ run_id: "r1", ...ev })}\n\n`;
+
+test("the SSE reader: ids only on id lines, any chunking, CRLF and CR", async () => {
+  const text = "id: 1\r\ndata: {\"a\":1}\r\n\r\n: keepalive\n\ndata: {\"t\":\"x\"}\r\rid: 2\ndata: b\ndata: c\n\n";
+  const whole = [];
+  for await (const it of readSse(body([text]))) whole.push(it);
+  assert.deepEqual(whole.map((i) => [i.type, i.id ?? null, i.data ?? i.text]), [
+    ["event", "1", "{\"a\":1}"], ["comment", null, "keepalive"], ["event", null, "{\"t\":\"x\"}"], ["event", "2", "b\nc"],
+  ]);
+  const bytes = new TextEncoder().encode(text);
+  for (let cut = 1; cut < bytes.length; cut++) {
+    const got = [];
+    for await (const it of readSse(body([bytes.slice(0, cut), bytes.slice(cut)]))) got.push(it);
+    assert.deepEqual(got, whole, `split at ${cut}`);
+  }
+});
+
+test("the run model: snapshots replace tokens, rows are keyed, tool outcomes", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "run_started", seq: 1, agent: { model: "composer-2" }, session_id: "s1" }, true);
+  m.apply({ type: "token", seq: 1, text: "Hel", delta: 1 }, false);
+  m.apply({ type: "token", seq: 1, text: "lo", delta: 2 }, false);
+  m.apply({ type: "token", seq: 1, text: "lo", delta: 2 }, false); // a repeat
+  assert.equal(m.pending.text, "Hello");
+  m.apply({ type: "message_snapshot", seq: 2, message_id: "m1", text: "Hello.", delta: 2 }, true);
+  assert.equal(m.pending, null);
+  m.apply({ type: "tool_started", seq: 3, tool_call_id: "t1", tool: "echo" }, true);
+  m.apply({ type: "tool_completed", seq: 4, tool_call_id: "t1", tool: "echo", outcome: "ok", duration_ms: 12 }, true);
+  m.apply({ type: "tool_started", seq: 5, tool_call_id: "t2", tool: "sh" }, true);
+  m.apply({ type: "tool_outcome_unknown", seq: 6, tool_call_id: "t2", tool: "sh", reason: "timed out" }, true);
+  m.apply({ type: "error", seq: 7, status: "error", problem: { detail: "[internal] boom" }, usage: { inputTokens: 3 } }, true);
+  assert.deepEqual(m.items.map((i) => i.key), ["seq:1", "msg:m1", "tool:t1", "tool:t2"]);
+  assert.deepEqual(m.items.filter((i) => i.kind === "tool").map((i) => [i.state, i.durationMs ?? null]), [["ok", 12], ["unknown", null]]);
+  assert.equal(m.terminal, true);
+  assert.equal(m.error.detail, "[internal] boom");
+  assert.equal(usageLine(m.usage), "input 3");
+  assert.equal(usageLine({ totalTokens: 3, cacheReadTokens: 0, outputTokens: 1, inputTokens: 2 }), "input 2 · output 1 · cache read 0 · total 3");
+  // The run document, read right after, may still say running: the stream's end stands.
+  m.applySummary({ status: "running", tool_calls: [{ tool_call_id: "t3", tool: "slow", outcome: "abandoned", cut_off: false }] });
+  assert.equal(m.status, "error");
+  assert.equal(m.terminal, true);
+  assert.equal(m.byKey.get("tool:t3").state, "abandoned");
+  // A call still running when the run ends will never report: abandoned.
+  const c = new RunModel("r2");
+  c.apply({ type: "tool_started", seq: 1, tool_call_id: "t", tool: "slow" }, true);
+  c.apply({ type: "completed", seq: 2, status: "cancelled", output: "" }, true);
+  assert.equal(c.byKey.get("tool:t").state, "abandoned");
+});
+
+test("the follower resumes after its last durable seq: no repeats, no holes, tokens never count", async () => {
+  api.setToken("t0k");
+  const calls = [];
+  const script = [
+    // 1st: two events, a token, then the connection breaks.
+    () => new Response(body([durable(1, { type: "run_started" }), durable(2, { type: "step", index: 1, kind: "status", status: "RUNNING" }),
+      control({ type: "token", seq: 2, text: "x", delta: 1 })], { error: true }), { headers: { "content-type": "text/event-stream" } }),
+    // 2nd: the daemon is down.
+    () => { throw new TypeError("fetch failed"); },
+    // 3rd: an overlap (2 again), 3, then the server's reconnect.
+    () => new Response(body([durable(2, { type: "step" }), durable(3, { type: "message_snapshot", message_id: "m", text: "hi" }),
+      "retry: 10\n" + control({ type: "reconnect", after_seq: 3, retry_ms: 10 })]), { headers: { "content-type": "text/event-stream" } }),
+    // 4th: a gap report.
+    () => new Response(body([control({ type: "stream_gap", after_seq: 3, reason: "unreadable" })]), { headers: { "content-type": "text/event-stream" } }),
+    // 5th: the rest.
+    () => new Response(body([durable(4, { type: "usage", usage: {} }), durable(5, { type: "completed", status: "finished", output: "hi" })]),
+      { headers: { "content-type": "text/event-stream" } }),
+  ];
+  globalThis.fetch = async (url, init) => {
+    calls.push({ url: String(url), auth: init.headers.Authorization });
+    const next = script.shift();
+    if (!next) throw new Error("too many requests");
+    return next();
+  };
+  const seen = [];
+  const states = [];
+  await new Promise((resolve, reject) => {
+    new Follower({
+      runId: "r1",
+      onEvent: (ev, d) => seen.push([ev.type, d ? ev.seq : null]),
+      onStatus: (s) => { states.push(s.state); if (s.state === "failed") reject(new Error(s.message)); },
+      onEnd: resolve,
+    }).start();
+  });
+  assert.deepEqual(calls.map((c) => new URL(c.url, "http://x").search), ["?after=0", "?after=2", "?after=2", "?after=3", "?after=3"]);
+  assert.ok(calls.every((c) => c.auth === "Bearer t0k"));
+  assert.deepEqual(seen.filter(([, s]) => s !== null).map(([, s]) => s), [1, 2, 3, 4, 5]);
+  assert.ok(seen.some(([t]) => t === "token"));
+  assert.ok(states.includes("waiting"), states.join(","));
+  assert.equal(states.at(-1), "ended");
+});
+
+test("204 ends the follow, 410 ends it as expired, 401 fails without retrying", async () => {
+  for (const [status, want] of [[204, "nothing_more"], [410, "replay_expired"]]) {
+    globalThis.fetch = async () => new Response(status === 204 ? null : JSON.stringify({ code: "replay_expired", detail: "gone" }), { status });
+    const info = await new Promise((resolve) => new Follower({ runId: "r1", after: 9, onEvent() {}, onEnd: resolve }).start());
+    assert.equal(info.reason, want);
+  }
+  let n = 0;
+  globalThis.fetch = async () => { n++; return new Response(JSON.stringify({ code: "unauthenticated", detail: "wrong token" }), { status: 401 }); };
+  let hooked = null;
+  api.onUnauthorized((e) => { hooked = e; });
+  const failed = await new Promise((resolve) => new Follower({ runId: "r1", onEvent() {}, onStatus: (s) => s.state === "failed" && resolve(s) }).start());
+  assert.equal(failed.message, "wrong token");
+  assert.equal(n, 1);
+  assert.equal(hooked.status, 401);
+});
