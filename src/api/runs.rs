@@ -99,6 +99,24 @@ pub async fn summary(
     Ok(run)
 }
 
+/// Whether the run's last stored event is its terminal status.
+async fn last_event_terminal(
+    state: &ApiState,
+    ns: &Namespace,
+    id: &str,
+    pos: crate::store::records::RunPositions,
+) -> Result<bool, Problem> {
+    if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
+        return Ok(false);
+    }
+    let reader = Reader {
+        store: state.store().as_ref(),
+        ns,
+    };
+    let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
+    Ok(last.first().and_then(terminal_status).is_some())
+}
+
 /// The run status a stored terminal `status` event stands for.
 fn terminal_status(ev: &super::events::StoredEvent) -> Option<String> {
     if ev.payload.pointer("/message/type").and_then(Value::as_str) != Some("status") {
@@ -256,7 +274,12 @@ pub async fn open(
     if after < pos.expired_through {
         return Err(expired(&id, pos.expired_through));
     }
-    if is_terminal(&doc) && pos.last_seq <= after {
+    if pos.last_seq <= after
+        && (is_terminal(&doc) || last_event_terminal(state, &ns, &id, pos).await?)
+    {
+        // Nothing after the position of a run that has ended; its terminal event may be
+        // stored while the document still says running (the bridge updates it 10-60 ms
+        // later, or never, if it was killed in between).
         return Ok(stream::no_content());
     }
     let permit = state.stream_permit()?;

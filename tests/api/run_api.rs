@@ -745,3 +745,19 @@ async fn metrics_count_open_streams_followers_and_retention() {
     assert_eq!(metric(&text, "callbackd_streams_open"), 0.0, "{text}");
     assert_eq!(metric(&text, "callbackd_stream_followers"), 0.0, "{text}");
 }
+
+#[tokio::test]
+async fn after_the_stored_terminal_event_is_204_even_before_the_document_says_so() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "running").await;
+    for m in tool_turn() {
+        append(&app, "r1", m).await;
+    }
+    // The document still says running (the bridge updates it later, or died first).
+    let s = tokio::time::timeout(T, app.stream("r1", Some(8)))
+        .await
+        .unwrap();
+    assert_eq!(s.status, 204);
+    let mut s = app.stream("r1", Some(7)).await;
+    assert_eq!(s.next(T).await.unwrap().kind(), "completed");
+}
