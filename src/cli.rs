@@ -74,6 +74,12 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// List a session's runs, in turn order (a client of the run API).
     Runs(RunsArgs),
+    /// List the tool calls waiting for a person's approval (a client of the run API).
+    Approvals(ApprovalsArgs),
+    /// Approve a held tool call: the tool runs.
+    Approve(DecideArgs),
+    /// Deny a held tool call: the model gets an error result with the reason.
+    Deny(DecideArgs),
     /// Custom tools (`tools export`).
     Tools {
         #[command(subcommand)]
@@ -173,6 +179,28 @@ pub struct SessionsArgs {
     /// Every page, not just the first.
     #[arg(long)]
     pub all: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd approvals`
+#[derive(Debug, Args, Clone)]
+pub struct ApprovalsArgs {
+    /// Every approval, decided ones too (default: the pending ones).
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd approve ID` / `callbackd deny ID --reason ...`
+#[derive(Debug, Args, Clone)]
+pub struct DecideArgs {
+    /// The approval's id (`approval_required` in the stream, or `callbackd approvals`).
+    pub approval_id: String,
+    /// Why; a denial's reason is told to the model.
+    #[arg(long)]
+    pub reason: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -178,6 +178,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Follow(args) => callbackd::client::commands::follow_command(&args),
         Command::Sessions(args) => callbackd::client::commands::sessions_command(&args),
         Command::Runs(args) => callbackd::client::commands::runs_command(&args),
+        Command::Approvals(args) => callbackd::client::commands::approvals_command(&args),
+        Command::Approve(args) => callbackd::client::commands::decide_command(&args, true),
+        Command::Deny(args) => callbackd::client::commands::decide_command(&args, false),
         Command::Tools {
             command: ToolsCommand::Export(args),
         } => {

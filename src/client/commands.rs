@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::follow::{encode, follow, FollowError, FollowOptions, Followed, Sink};
 use super::http::ApiClient;
 use super::render::{self, Style};
-use crate::cli::{ClientArgs, FollowArgs, RunsArgs, SessionsArgs};
+use crate::cli::{ApprovalsArgs, ClientArgs, DecideArgs, FollowArgs, RunsArgs, SessionsArgs};
 use crate::config::Config;
 
 /// `callbackd follow RUN_ID`. Exit status: 0 when the run finished, 1 otherwise.
@@ -193,6 +193,82 @@ pub fn runs_command(args: &RunsArgs) -> anyhow::Result<()> {
         if cursor.is_none() {
             break;
         }
+    }
+    Ok(())
+}
+
+/// `callbackd approvals [--all]`: the held tool calls (or every approval).
+pub fn approvals_command(args: &ApprovalsArgs) -> anyhow::Result<()> {
+    let client = client(&args.client)?;
+    let rt = runtime()?;
+    let path = if args.all {
+        "/v1/approvals?state=all"
+    } else {
+        "/v1/approvals"
+    };
+    let list = rt.block_on(client.get(path))?;
+    let mut out = std::io::stdout().lock();
+    let items = list
+        .get("approvals")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for a in &items {
+        if args.client.json {
+            writeln!(out, "{a}")?;
+            continue;
+        }
+        let f = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("");
+        let args_text: String =
+            render::one_line(&a.get("args").map(Value::to_string).unwrap_or_default())
+                .chars()
+                .take(80)
+                .collect();
+        writeln!(
+            out,
+            "{:<22} {:<9} {:<16} run {:<40} expires {} {args_text}",
+            f("id"),
+            f("state"),
+            f("tool"),
+            f("run_id"),
+            f("expires_at").get(..19).unwrap_or(f("expires_at")),
+        )?;
+    }
+    if items.is_empty() && !args.client.json {
+        eprintln!(
+            "{}",
+            if args.all {
+                "no approvals"
+            } else {
+                "no pending approvals"
+            }
+        );
+    }
+    Ok(())
+}
+
+/// `callbackd approve ID` / `callbackd deny ID [--reason ...]`.
+pub fn decide_command(args: &DecideArgs, approve: bool) -> anyhow::Result<()> {
+    let client = client(&args.client)?;
+    let rt = runtime()?;
+    let mut body = serde_json::json!({"decision": if approve { "approve" } else { "deny" }});
+    if let Some(r) = &args.reason {
+        body["reason"] = r.clone().into();
+    }
+    let path = format!("/v1/approvals/{}", encode(&args.approval_id));
+    let decided = rt.block_on(client.json(http::Method::POST, &path, Some(&body)))?;
+    if args.client.json {
+        println!("{decided}");
+    } else {
+        println!(
+            "approval {} {} by {}",
+            args.approval_id,
+            decided.get("state").and_then(Value::as_str).unwrap_or("?"),
+            decided
+                .get("decided_by")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        );
     }
     Ok(())
 }

@@ -324,3 +324,48 @@ async fn a_restart_while_an_approval_is_pending_cancels_it() {
         "it never ran: its effect is known"
     );
 }
+
+#[tokio::test]
+async fn callbackd_approvals_and_deny_on_the_command_line() {
+    let app = spawn(r#"approval = "always""#).await;
+    let task = call(&app, "prod", "toolu_1");
+    let id = pending(&app).await[0]["id"].as_str().unwrap().to_string();
+    let url = format!("http://{}", app.addr);
+    let bin = env!("CARGO_BIN_EXE_callbackd");
+    let token = app.api_token.clone();
+    let run = move |args: &[&str]| {
+        let out = std::process::Command::new(bin)
+            .args(args)
+            .args(["--url", &url, "--token", &token])
+            .env_remove("CALLBACKD_CONFIG")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let listed = tokio::task::spawn_blocking({
+        let run = run.clone();
+        move || run(&["approvals"])
+    });
+    let listed = listed.await.unwrap();
+    assert!(
+        listed.contains(&id) && listed.contains("deploy") && listed.contains("pending"),
+        "{listed}"
+    );
+    let denied = tokio::task::spawn_blocking(move || run(&["deny", &id, "--reason", "not today"]))
+        .await
+        .unwrap();
+    assert!(denied.contains("denied by default/api"), "{denied}");
+    let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not today"),
+        "{result}"
+    );
+}
