@@ -212,12 +212,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
         // 2. Caught up.
         if !up_to_date_sent {
             if !run_doc_terminal {
-                run_doc_terminal = reader
-                    .run(run_id)
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|d| is_terminal(&d));
+                run_doc_terminal = doc_terminal(&reader, run_id).await;
             }
             if run_doc_terminal {
                 // Terminal with no terminal event (e.g. cancelled while queued): done.
@@ -259,12 +254,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                     // Re-read as a fallback; also notices a run document turned terminal.
                     if Instant::now() >= fallback_at {
                         known = None;
-                        run_doc_terminal = reader
-                            .run(run_id)
-                            .await
-                            .ok()
-                            .flatten()
-                            .is_some_and(|d| is_terminal(&d));
+                        run_doc_terminal = doc_terminal(&reader, run_id).await;
                     }
                     break;
                 }
@@ -302,6 +292,16 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             }
         }
     }
+}
+
+/// Whether the run's document says it has ended (a failed read: not yet).
+async fn doc_terminal(reader: &Reader<'_>, run_id: &str) -> bool {
+    reader
+        .run(run_id)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|d| is_terminal(&d))
 }
 
 fn approval_control(event: crate::approvals::ApprovalEvent) -> Control {
