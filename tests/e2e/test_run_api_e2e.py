@@ -147,7 +147,14 @@ def test_a_tool_turn_streams_typed_events_tokens_and_replays_byte_equal(setup_en
     status, runs = s.api.call("GET", f"/v1/sessions/{sid}/runs")
     assert [r["status"] for r in runs["runs"]] == ["finished", "finished"]
     # `callbackd prune`, while the daemon runs: the run's events go, its state stays, and a
-    # replay that needs them is 410.
+    # replay that needs them is 410. (Prune goes by the run documents, which the bridge marks
+    # finished 10-60 ms after the stream's `completed`: wait for that.)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with h.DB(s.db) as db:
+            if [d["status"] for d in db.run_docs(sid)] == ["finished", "finished"]:
+                break
+        time.sleep(0.05)
     out = subprocess.run([str(h.callbackd_bin()), "prune", "--db", str(s.db), "--older-than", "0s"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -370,3 +377,65 @@ def test_the_readme_curl_examples(setup_env, tmp_path):
     ids = [int(i) for i in re.findall(r"^(?:.*\})?id: (\d+)$", tail, re.M)]
     assert ids and ids[0] == 4, tail[:2000]
     assert '"runs":[' in tail
+
+
+def test_serve_attaches_to_a_bridge_started_elsewhere_busy_session_and_bridge_down(setup_env, tmp_path):
+    """`serve` with [bridge] drives a bridge it did not start; a message to a session whose run
+    is active is 409; with the bridge gone, writes are 503 and reads still work."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = h.FakeBackend(setup_env, tmp_path, "tool",
+                            extra_env={"FB_TOOL_NAME": "slow", "FB_TOOL_ARGS": "{}"})
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    config = tmp_path / "callbackd.toml"
+    slow = SLOW.format(secs=3, timeout=30000)
+    config.write_text(slow)
+    store_token, tool_token = h.rand_token(), h.rand_token()
+    daemon = h.Callbackd(tmp_path, db, store_token, tool_token)
+
+    def start():
+        daemon.proc = h.Proc("callbackd", [h.callbackd_bin(), "serve", "--listen", f"127.0.0.1:{port}",
+                                           "--db", db, "--config", config], tmp_path / "logs", cwd=tmp_path,
+                             env={"CALLBACKD_STORE_TOKEN": store_token, "CALLBACKD_TOOL_TOKEN": tool_token})
+        daemon.ready = json.loads(daemon.proc.wait_for_line("callbackd ready ", timeout=30))
+        daemon.url = daemon.ready["url"]
+
+    start()
+    ws = tmp_path / "ws"
+    bridge = h.Bridge(setup_env, tmp_path, ws, backend, daemon)
+    api = Api(daemon.url, tomllib.loads((db.parent / "callbackd.tokens").read_text())["api_token"])
+    status, body = api.call("POST", "/v1/sessions", {})
+    assert status == 501 and body["code"] == "not_implemented" and "[bridge]" in body["detail"]
+    # Attach: the bridge's URL and token file in [bridge], then a restart.
+    daemon.proc.stop()
+    config.write_text(slow + f'\n[bridge]\nurl = "{bridge.ready["url"]}"\n'
+                      f'token_file = "{bridge.ready["authTokenFile"]}"\ndefault_cwd = "{ws}"\n')
+    start()
+    status, body = api.call("POST", "/v1/sessions", {"tools": ["slow"]})
+    assert status == 201, body
+    sid = body["session"]["session_id"]
+    assert body["tools"] == ["slow"]
+    c, r = api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "call slow"})
+    for kind, _, d, _ in frames(r):
+        if kind == "event" and d["type"] == "tool_started":
+            run_id = d["run_id"]
+            break
+    status, body = api.call("POST", f"/v1/sessions/{sid}/messages", {"text": "and again"})
+    assert status == 409 and body["code"] == "failed_precondition", body
+    assert run_id in body["detail"] and "cancel" in body["detail"]
+    rest = read_all(r, limit=60)
+    c.close()
+    assert types(rest)[-1] == "completed"
+    # The bridge gone: writes 503, reads and streams of stored runs still work.
+    bridge.stop()
+    status, body = api.call("POST", "/v1/sessions", {})
+    assert status == 503 and body["code"] == "unavailable", body
+    status, body = api.call("POST", f"/v1/sessions/{sid}/messages", {"text": "hello?"})
+    assert status == 503, body
+    c, r = api.open("GET", f"/v1/runs/{run_id}/stream")
+    assert types(read_all(r))[-1] == "completed"
+    c.close()
+    daemon.proc.stop()
