@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::secret::Secret;
+use crate::store::backend::BackendOptions;
 use crate::store::sqlite::{SqliteOptions, SyncMode};
 
 /// The commented example configuration (`callbackd print-config`).
@@ -161,6 +162,11 @@ impl Default for StoreConfig {
 }
 
 impl StoreConfig {
+    /// The backend these settings choose, and how to open it.
+    pub fn backend(&self) -> BackendOptions {
+        BackendOptions::Sqlite(self.sqlite_options())
+    }
+
     pub fn sqlite_options(&self) -> SqliteOptions {
         let mut opts = SqliteOptions::new(&self.path);
         opts.sync = self.sync;

@@ -6,7 +6,6 @@ use clap::Parser;
 use callbackd::bridge::{self, BridgeArgs};
 use callbackd::cli::{ArgsFormat, Cli, Command, ConfigArgs, ToolsCommand};
 use callbackd::config::{Config, EXAMPLE};
-use callbackd::store::sqlite::{migrate, SqliteStore};
 use callbackd::{telemetry, tokens, App};
 
 fn main() -> std::process::ExitCode {
@@ -66,13 +65,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Check(args) => {
             let config = load(&args)?;
-            let path = &config.store.path;
-            anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
-            let report = callbackd::store::sqlite::check::check(path)
-                .with_context(|| format!("checking {}", path.display()))?;
+            let backend = config.store.backend();
+            let report = block_on(backend.check())??;
             println!(
-                "database {} (schema version {})",
-                path.display(),
+                "{} (schema version {})",
+                backend.describe(),
                 report.schema_version
             );
             for line in &report.integrity_errors {
@@ -96,14 +93,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Migrate(args) => {
             let config = load(&args)?;
-            let store = SqliteStore::open(&config.store.sqlite_options())
-                .with_context(|| format!("migrating {}", config.store.path.display()))?;
-            drop(store);
-            println!(
-                "database {} is at schema version {}",
-                config.store.path.display(),
-                migrate::LATEST_VERSION
-            );
+            let backend = config.store.backend();
+            let version = block_on(backend.migrate())?
+                .with_context(|| format!("migrating {}", backend.describe()))?;
+            println!("{} is at schema version {version}", backend.describe());
             Ok(())
         }
         Command::Prune { config, older_than } => {
@@ -116,30 +109,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                      retention.events_max_age",
                 )?,
             };
-            let path = config.store.path.clone();
-            anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
-            let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let backend = config.store.backend();
+            // The file's size before and after, for SQLite (PostgreSQL reuses the space).
+            let file = backend.sqlite_path().map(std::path::Path::to_path_buf);
+            if let Some(path) = &file {
+                anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
+            }
+            let size = || {
+                file.as_ref()
+                    .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            };
             let before = size();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
-            let report = runtime.block_on(async {
-                let store = SqliteStore::open(&config.store.sqlite_options())
-                    .with_context(|| format!("opening {}", path.display()))?;
+            let report = block_on(async {
+                let store = backend
+                    .open()
+                    .await
+                    .with_context(|| format!("opening {}", backend.describe()))?;
+                let records = store.run_records();
                 let report =
-                    callbackd::api::retention::prune(&store, age, config.retention.batch_runs)
+                    callbackd::api::retention::prune(&*records, age, config.retention.batch_runs)
                         .await?;
-                drop(store);
                 anyhow::Ok(report)
-            })?;
-            println!(
-                "pruned the events of {} runs ({} events); database {} bytes -> {} bytes",
-                report.runs,
-                report.events,
-                before,
-                size()
-            );
+            })??;
+            match (before, size()) {
+                (Some(before), Some(after)) => println!(
+                    "pruned the events of {} runs ({} events); database {} bytes -> {} bytes",
+                    report.runs, report.events, before, after
+                ),
+                _ => println!(
+                    "pruned the events of {} runs ({} events) in {}",
+                    report.runs,
+                    report.events,
+                    backend.describe()
+                ),
+            }
             Ok(())
         }
         Command::Backup(args) => {
@@ -190,6 +193,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Runs a store command's future on a runtime of its own.
+fn block_on<T>(fut: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    Ok(runtime.block_on(fut))
 }
 
 /// Configuration from file and environment, with the command-line overrides, validated.
