@@ -113,7 +113,8 @@ pub struct ConfigArgs {
     /// Listen address, ADDR:PORT (overrides server.listen).
     #[arg(long, global = true)]
     pub listen: Option<String>,
-    /// SQLite database file (overrides store.path).
+    /// SQLite database file (overrides store.path), or a postgres:// URL (selects the
+    /// PostgreSQL backend, overrides store.url).
     #[arg(long, global = true)]
     pub db: Option<PathBuf>,
 }

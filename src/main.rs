@@ -147,14 +147,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Backup(args) => {
             let config = load(&args.config)?;
+            sqlite_only(&config, "backup")?;
             callbackd::transfer::backup::command(&config.store.path, &args.path, args.force)
         }
         Command::Export(args) => {
             let config = load(&args.config)?;
+            sqlite_only(&config, "export")?;
             callbackd::transfer::jsonl_export::command(&config.store.path, &args.dir)
         }
         Command::Import(args) => {
             let config = load(&args.config)?;
+            sqlite_only(&config, "import")?;
             callbackd::transfer::jsonl_import::command(
                 &config.store.sqlite_options(),
                 &args.dir,
@@ -195,6 +198,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// `backup`, `export` and `import` work on a SQLite file; on PostgreSQL they would silently
+/// read or write a file nobody uses.
+fn sqlite_only(config: &Config, command: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        config.store.backend().sqlite_path().is_some(),
+        "`callbackd {command}` works on a SQLite database, and the store is {}; use \
+         PostgreSQL's own tools (pg_dump) or `callbackd copy-store` to a SQLite file",
+        config.store.backend().describe()
+    );
+    Ok(())
+}
+
 /// Runs a store command's future on a runtime of its own.
 fn block_on<T>(fut: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -211,7 +226,7 @@ fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
         config.server.listen = listen.clone();
     }
     if let Some(db) = &args.db {
-        config.store.path = db.clone();
+        config.store.set_location(&db.to_string_lossy());
     }
     config.validate()?;
     Ok(config)

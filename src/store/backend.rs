@@ -5,13 +5,15 @@
 use std::sync::Arc;
 
 use super::check::CheckReport;
+use super::postgres::{self, PgOptions, PgStore};
 use super::sqlite::{self, SqliteOptions, SqliteStore};
-use super::Store;
+use super::{Store, StoreError};
 
 /// A backend and how to open it (built from `[store]` by the config).
 #[derive(Debug, Clone)]
 pub enum BackendOptions {
     Sqlite(SqliteOptions),
+    Postgres(PgOptions),
 }
 
 /// Why a backend could not be opened, migrated or checked; each message names the store
@@ -20,6 +22,10 @@ pub enum BackendOptions {
 pub enum BackendError {
     #[error(transparent)]
     SqliteOpen(#[from] sqlite::OpenError),
+    #[error(transparent)]
+    PostgresOpen(#[from] postgres::OpenError),
+    #[error("checking {store}")]
+    Check { store: String, source: StoreError },
     #[error("database {path} does not exist")]
     SqliteMissing { path: std::path::PathBuf },
     #[error("checking {path}")]
@@ -36,6 +42,9 @@ impl BackendOptions {
     pub fn describe(&self) -> String {
         match self {
             BackendOptions::Sqlite(o) => format!("database {}", o.path.display()),
+            BackendOptions::Postgres(o) => {
+                format!("PostgreSQL {}", postgres::redact_url(o.url.expose()))
+            }
         }
     }
 
@@ -43,6 +52,7 @@ impl BackendOptions {
     pub fn sqlite_path(&self) -> Option<&std::path::Path> {
         match self {
             BackendOptions::Sqlite(o) => Some(&o.path),
+            BackendOptions::Postgres(_) => None,
         }
     }
 
@@ -56,6 +66,7 @@ impl BackendOptions {
                     .map_err(|e| BackendError::Task(e.to_string()))??;
                 Ok(Arc::new(store))
             }
+            BackendOptions::Postgres(opts) => Ok(Arc::new(PgStore::open(opts).await?)),
         }
     }
 
@@ -65,6 +76,7 @@ impl BackendOptions {
         drop(store);
         Ok(match self {
             BackendOptions::Sqlite(_) => sqlite::migrate::LATEST_VERSION,
+            BackendOptions::Postgres(_) => postgres::migrate::LATEST_VERSION,
         })
     }
 
@@ -82,6 +94,13 @@ impl BackendOptions {
                 })
                 .await
                 .map_err(|e| BackendError::Task(e.to_string()))?
+            }
+            BackendOptions::Postgres(opts) => {
+                let store = PgStore::connect(opts, false).await?;
+                store.check().await.map_err(|source| BackendError::Check {
+                    store: self.describe(),
+                    source,
+                })
             }
         }
     }

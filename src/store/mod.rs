@@ -19,6 +19,7 @@ mod error;
 pub mod event_doc;
 pub mod json;
 pub mod page;
+pub mod postgres;
 pub mod records;
 pub mod sqlite;
 pub mod tool_data;
