@@ -10,6 +10,7 @@ mod connect_errors;
 mod crash;
 mod decode_props;
 mod metrics;
+mod postgres;
 mod run_api;
 mod sse;
 mod store_agents;

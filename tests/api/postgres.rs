@@ -1,0 +1,216 @@
+//! What only the PostgreSQL backend has to prove: several daemons on one database, and
+//! startup errors that say what to fix (the server restart is tests/pg_faults). Each test runs when the
+//! suite runs on PostgreSQL (`CALLBACKD_TEST_BACKEND=postgres`) and returns at once on
+//! SQLite, where there is nothing of this to test; scripts/test runs the suite on both.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use callbackd::config::Config;
+use callbackd::App;
+use serde_json::json;
+
+use crate::helpers::{backend, Backend, PgTarget, TestApp};
+
+/// The test's schema, or `None` on SQLite.
+fn target() -> Option<PgTarget> {
+    if backend() != Backend::Postgres {
+        eprintln!("not a PostgreSQL run: nothing to test");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    Some(PgTarget::for_dir(dir.path()))
+}
+
+/// A daemon on `pg`'s schema, with its own directory (its own tokens).
+async fn daemon_on(pg: &PgTarget) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pg-schema"), &pg.schema).unwrap();
+    TestApp::spawn_in(dir, |_| {}).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn appends_from_three_daemons_to_the_same_runs_are_gap_free_and_idempotent() {
+    let Some(pg) = target() else { return };
+    let daemons: Vec<Arc<TestApp>> = vec![
+        Arc::new(daemon_on(&pg).await),
+        Arc::new(daemon_on(&pg).await),
+        Arc::new(daemon_on(&pg).await),
+    ];
+    let mut tasks = Vec::new();
+    for (d, app) in daemons.iter().enumerate() {
+        for w in 0..4 {
+            let app = app.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut acked = Vec::new();
+                for i in 0..25 {
+                    let run = format!("run-{}", i % 2);
+                    // Every daemon also appends the same keyed events: one of them wins each.
+                    let key = format!("k-{}-{w}", i % 5);
+                    let payload = json!({"d": d, "w": w, "i": i});
+                    let ev = app
+                        .store_ok(
+                            "runEvents",
+                            "append",
+                            json!({"runId": run, "eventType": "e", "payload": payload,
+                                   "idempotencyKey": if i % 3 == 0 { Some(key) } else { None }}),
+                        )
+                        .await
+                        .unwrap();
+                    acked.push((run, ev));
+                }
+                acked
+            }));
+        }
+    }
+    let mut acked = Vec::new();
+    for t in tasks {
+        acked.extend(t.await.unwrap());
+    }
+    for run in ["run-0", "run-1"] {
+        let page = daemons[0]
+            .store_ok("runEvents", "list", json!({"runId": run, "limit": 1000}))
+            .await
+            .unwrap();
+        let items = page["items"].as_array().unwrap();
+        let seqs: Vec<u64> = items.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert_eq!(
+            seqs,
+            (1..=seqs.len() as u64).collect::<Vec<_>>(),
+            "{run}: gap-free"
+        );
+        let by_seq: BTreeMap<u64, &serde_json::Value> = items
+            .iter()
+            .map(|e| (e["seq"].as_u64().unwrap(), e))
+            .collect();
+        // Every acknowledged event is the stored one at its seq (a keyed repeat answers the
+        // first event, which is stored).
+        for (r, ev) in acked.iter().filter(|(r, _)| r == run) {
+            let seq = ev["seq"].as_u64().unwrap();
+            assert_eq!(
+                by_seq.get(&seq),
+                Some(&ev),
+                "{r}: event {seq} as acknowledged"
+            );
+        }
+        let keys: Vec<&str> = items
+            .iter()
+            .filter_map(|e| e["idempotencyKey"].as_str())
+            .collect();
+        let mut unique = keys.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(keys.len(), unique.len(), "{run}: one event per key");
+    }
+    drop(daemons);
+    pg.drop_schema();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn daemons_starting_at_once_on_a_new_schema_migrate_it_once() {
+    let Some(pg) = target() else { return };
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let pg = pg.clone();
+            tokio::spawn(async move { daemon_on(&pg).await })
+        })
+        .collect();
+    let mut apps = Vec::new();
+    for s in starts {
+        apps.push(s.await.unwrap());
+    }
+    assert_eq!(
+        apps[0]
+            .count("SELECT count(*) FROM callbackd_migrations")
+            .await,
+        i64::from(callbackd::store::postgres::migrate::LATEST_VERSION)
+    );
+    apps[1]
+        .store_ok(
+            "agents",
+            "create",
+            json!({"agent": crate::helpers::agent("a", "/w", 1)}),
+        )
+        .await;
+    assert!(apps[3]
+        .store_ok("agents", "get", json!({"agentId": "a"}))
+        .await
+        .is_some());
+    drop(apps);
+    pg.drop_schema();
+}
+
+/// The startup error of a daemon configured with `tweak` on `pg`.
+async fn startup_error(pg: &PgTarget, tweak: impl FnOnce(&mut Config)) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::default();
+    config.server.listen = "127.0.0.1:0".into();
+    config.store.path = dir.path().join("t.db");
+    pg.apply(&mut config);
+    config.store.connect_timeout_ms = 1000;
+    tweak(&mut config);
+    match App::build(config).await {
+        Ok(_) => panic!("the daemon started"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_startup_error_naming_the_url_without_its_password() {
+    let Some(pg) = target() else { return };
+    // A port nothing listens on (bound, then closed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://callbackd:hunter2@127.0.0.1:{port}/postgres");
+    let err = startup_error(&pg, |c| c.store.set_location(&url)).await;
+    assert!(
+        err.contains(&format!(
+            "postgres://callbackd:***@127.0.0.1:{port}/postgres"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("cannot connect"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+#[tokio::test]
+async fn bad_store_settings_are_refused_before_anything_starts() {
+    let Some(pg) = target() else { return };
+    let err = startup_error(&pg, |c| c.store.set_location("postgres://u:pw@[bad")).await;
+    assert!(err.contains("not a valid PostgreSQL URL"), "{err}");
+    assert!(!err.contains(":pw@"), "{err}");
+    let err = startup_error(&pg, |c| c.store.schema = Some("x; DROP TABLE y".into())).await;
+    assert!(err.contains("store.schema"), "{err}");
+    let toml_err = toml::from_str::<Config>("[store]\nbackend = \"mysql\"\n").unwrap_err();
+    assert!(toml_err.to_string().contains("mysql"), "{toml_err}");
+}
+
+#[tokio::test]
+async fn a_user_without_create_permission_is_told_what_to_grant() {
+    let Some(pg) = target() else { return };
+    let admin = pg.connect().await;
+    let role = format!("{}_ro", pg.schema);
+    admin
+        .batch_execute(&format!(
+            "CREATE SCHEMA \"{s}\"; CREATE ROLE \"{role}\" LOGIN; \
+             GRANT USAGE ON SCHEMA \"{s}\" TO \"{role}\"; \
+             REVOKE CREATE ON DATABASE postgres FROM PUBLIC;",
+            s = pg.schema
+        ))
+        .await
+        .unwrap();
+    let url = pg.url.replacen("//callbackd@", &format!("//{role}@"), 1);
+    let err = startup_error(&pg, |c| c.store.set_location(&url)).await;
+    pg.drop_schema();
+    admin
+        .batch_execute(&format!(
+            "GRANT CREATE ON DATABASE postgres TO PUBLIC; DROP ROLE \"{role}\";"
+        ))
+        .await
+        .unwrap();
+    assert!(err.contains("may not create tables"), "{err}");
+    assert!(err.contains("GRANT CREATE ON SCHEMA"), "{err}");
+}
