@@ -49,7 +49,7 @@ pub mod ui;
 
 pub use app::App;
 pub use config::Config;
-pub use store::{Namespace, Store, StoreCall, StoreError};
+pub use store::{Namespace, Store, StoreCall, StoreError, StoreNotice};
 pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
 
 /// Generated protobuf messages of `proto/sdk/v1`.

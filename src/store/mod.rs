@@ -79,6 +79,21 @@ pub struct EventAppended {
     pub seq: u64,
 }
 
+/// What live followers receive from [`Store::subscribe`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreNotice {
+    /// An append this daemon committed.
+    Appended(EventAppended),
+    /// An append another daemon on the same database committed (PostgreSQL).
+    Remote(EventAppended),
+    /// Notices may have been missed (on PostgreSQL: the connection that hears other
+    /// daemons' appends was lost and is back). A follower treats it like a lagged receiver:
+    /// it re-reads every run it follows from the last offset it has seen, since appends
+    /// made meanwhile may never be announced. Followers should also re-read on a slow timer
+    /// of their own, so that no wake-up is ever lost for good.
+    Resync,
+}
+
 /// A backend for the store substores. Every backend answers every call with the same
 /// output, byte for byte, and the same errors (tests/api runs against each).
 pub trait Store: Send + Sync + 'static {
@@ -90,8 +105,10 @@ pub trait Store: Send + Sync + 'static {
         call: StoreCall,
     ) -> BoxFuture<'_, Result<StoreOutput, StoreError>>;
 
-    /// Notifications of committed appends, for live followers (an SSE stream, tests).
-    fn subscribe(&self) -> broadcast::Receiver<EventAppended>;
+    /// Notifications of committed appends, for live followers (an SSE stream, tests). A
+    /// [`broadcast::error::RecvError::Lagged`] and a [`StoreNotice::Resync`] both mean
+    /// "re-read what you follow".
+    fn subscribe(&self) -> broadcast::Receiver<StoreNotice>;
 
     /// The built-in tools' data, kept by the same backend.
     fn tool_data(&self) -> &dyn ToolData;

@@ -32,7 +32,7 @@ pub struct TestApp {
     pub db: std::path::PathBuf,
     /// The PostgreSQL schema of this test (`None` on SQLite).
     pub pg: Option<PgTarget>,
-    /// The daemon's store.
+    /// The daemon's store (for `subscribe`).
     pub store: std::sync::Arc<dyn callbackd::Store>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use callbackd::config::Config;
-use callbackd::App;
+use callbackd::{App, StoreNotice};
 use serde_json::json;
 
 use crate::helpers::{backend, Backend, PgTarget, TestApp};
@@ -213,4 +213,75 @@ async fn a_user_without_create_permission_is_told_what_to_grant() {
         .unwrap();
     assert!(err.contains("may not create tables"), "{err}");
     assert!(err.contains("GRANT CREATE ON SCHEMA"), "{err}");
+}
+
+/// The next notice within `within`, if any.
+async fn next_notice(
+    rx: &mut tokio::sync::broadcast::Receiver<StoreNotice>,
+    within: std::time::Duration,
+) -> Option<StoreNotice> {
+    tokio::time::timeout(within, rx.recv())
+        .await
+        .ok()
+        .map(|r| r.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_on_one_daemon_hears_appends_made_through_another() {
+    let Some(pg) = target() else { return };
+    let a = daemon_on(&pg).await;
+    let b = daemon_on(&pg).await;
+    let mut rx = b.store.subscribe();
+    let second = std::time::Duration::from_secs(5);
+    a.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r", "eventType": "e"}),
+    )
+    .await;
+    let heard = next_notice(&mut rx, second).await;
+    let Some(StoreNotice::Remote(n)) = heard else {
+        panic!("B heard {heard:?}")
+    };
+    assert_eq!(
+        (n.run_id.as_str(), n.seq, n.ns.as_str()),
+        ("r", 1, "default")
+    );
+    // B's own append: announced once (locally), not again through the listener.
+    b.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r", "eventType": "e"}),
+    )
+    .await;
+    let Some(StoreNotice::Appended(n)) = next_notice(&mut rx, second).await else {
+        panic!("B's own append was not announced")
+    };
+    assert_eq!(n.seq, 2);
+    let again = next_notice(&mut rx, std::time::Duration::from_millis(500)).await;
+    assert!(
+        !matches!(
+            again,
+            Some(StoreNotice::Appended(_) | StoreNotice::Remote(_))
+        ),
+        "announced twice: {again:?}"
+    );
+    // An idempotent repeat wrote nothing and announces nothing.
+    let key = json!({"runId": "r", "eventType": "e", "idempotencyKey": "k"});
+    a.store_ok("runEvents", "append", key.clone()).await;
+    assert!(matches!(
+        next_notice(&mut rx, second).await,
+        Some(StoreNotice::Remote(_))
+    ));
+    a.store_ok("runEvents", "append", key).await;
+    let repeat = next_notice(&mut rx, std::time::Duration::from_millis(500)).await;
+    assert!(
+        !matches!(
+            repeat,
+            Some(StoreNotice::Appended(_) | StoreNotice::Remote(_))
+        ),
+        "a repeat was announced: {repeat:?}"
+    );
+    drop((a, b));
+    pg.drop_schema();
 }

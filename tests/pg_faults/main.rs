@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use callbackd::StoreNotice;
 use serde_json::json;
 
 use helpers::{backend, Backend, PgTarget, TestApp};
@@ -19,6 +20,9 @@ async fn daemon_on(pg: &PgTarget) -> TestApp {
     std::fs::write(dir.path().join("pg-schema"), &pg.schema).unwrap();
     TestApp::spawn_in(dir, |_| {}).await
 }
+
+/// The tests here take the server down: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn target() -> Option<PgTarget> {
     if backend() != Backend::Postgres {
@@ -35,6 +39,7 @@ fn target() -> Option<PgTarget> {
 /// (`CALLBACKD_TEST_PG_DIR`, set by scripts/test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_server_restart_under_load_loses_no_acknowledged_append() {
+    let _serial = SERIAL.lock().await;
     let Some(pg) = target() else { return };
     let Ok(cluster) = std::env::var("CALLBACKD_TEST_PG_DIR") else {
         // Against a server the tests did not start they cannot restart it.
@@ -153,5 +158,52 @@ async fn a_server_restart_under_load_loses_no_acknowledged_append() {
     eprintln!("restart test: {total} acknowledged appends, {failed} answered unavailable");
     assert!(total > 20, "the test appended something");
     drop(app);
+    pg.drop_schema();
+}
+
+/// The listening connection is killed: followers get `Resync`, and once it is back they
+/// hear other daemons' appends again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_listener_reconnects_and_tells_followers_to_re_read() {
+    let _serial = SERIAL.lock().await;
+    let Some(pg) = target() else { return };
+    let a = daemon_on(&pg).await;
+    let b = daemon_on(&pg).await;
+    let mut rx = b.store.subscribe();
+    let admin = pg.connect().await;
+    let killed: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name LIKE 'callbackd listener %'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(killed >= 2, "both daemons' listeners: {killed}");
+    let heard = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a notice")
+        .unwrap();
+    assert_eq!(heard, StoreNotice::Resync);
+    // Give A's listener the same chance, then check B hears A again.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    a.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r", "eventType": "e"}),
+    )
+    .await;
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("B hears A after the reconnect")
+            .unwrap();
+        if let StoreNotice::Remote(n) = n {
+            assert_eq!((n.run_id.as_str(), n.seq), ("r", 1));
+            break;
+        }
+    }
+    drop((a, b));
     pg.drop_schema();
 }

@@ -15,6 +15,7 @@ mod checkpoints;
 mod db;
 mod error;
 mod keyset;
+mod listen;
 mod memory;
 pub mod migrate;
 mod records;
@@ -29,7 +30,8 @@ use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
 
 use super::{
-    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreOutput, ToolData,
+    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
+    ToolData,
 };
 use crate::secret::Secret;
 use db::Db;
@@ -91,6 +93,11 @@ pub enum OpenError {
     },
     #[error("cannot start the PostgreSQL store's threads")]
     Runtime(#[source] std::io::Error),
+    #[error("PostgreSQL at {url}: the listening connection (LISTEN {channel}) failed", channel = listen::CHANNEL)]
+    Listen {
+        url: String,
+        source: tokio_postgres::Error,
+    },
     #[error("PostgreSQL at {url}: reading the current schema failed")]
     Schema {
         url: String,
@@ -105,14 +112,17 @@ pub struct PgStore {
 
 struct Inner {
     pool: Pool,
-    /// This daemon's id in the shared tables (the owner of its tool call records).
+    /// This daemon's id in notifications (its own are not heard back) and in the shared
+    /// tables (the owner of its tool call records).
     instance: String,
+    /// Stops the listener when the store goes.
+    listener: Option<tokio::task::JoinHandle<()>>,
     prepared: bool,
     /// The runtime every database task runs on.
     handle: tokio::runtime::Handle,
     /// That runtime, owned by the store (shut down in the background when it goes).
     runtime: Option<tokio::runtime::Runtime>,
-    events: broadcast::Sender<EventAppended>,
+    events: broadcast::Sender<StoreNotice>,
     max_page_size: usize,
     schema: String,
 }
@@ -138,10 +148,19 @@ impl PgStore {
             .build()
             .map_err(OpenError::Runtime)?;
         let opts = opts.clone();
-        let mut inner = runtime
+        let opened = runtime
             .spawn(async move { Self::open_here(&opts, migrate).await })
             .await
-            .map_err(|e| OpenError::Runtime(std::io::Error::other(e.to_string())))??;
+            .map_err(|e| OpenError::Runtime(std::io::Error::other(e.to_string())))
+            .and_then(|r| r);
+        let mut inner = match opened {
+            Ok(inner) => inner,
+            Err(e) => {
+                // Dropped here, inside the caller's runtime, it would block and panic.
+                runtime.shutdown_background();
+                return Err(e);
+            }
+        };
         inner.runtime = Some(runtime);
         Ok(PgStore {
             inner: Arc::new(inner),
@@ -173,6 +192,7 @@ impl PgStore {
         if !options.trim().is_empty() {
             cfg.options(options.trim());
         }
+        let listen_cfg = cfg.clone();
         let manager = Manager::from_config(
             cfg,
             NoTls,
@@ -220,9 +240,27 @@ impl PgStore {
         let instance = crate::secret::Secret::generate()
             .map(|s| s.expose()[..16].to_string())
             .unwrap_or_else(|_| format!("{}-{:?}", std::process::id(), std::time::Instant::now()));
+        let listener = if migrate {
+            let (ready, is_ready) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(listen::run(
+                listen_cfg,
+                instance.clone(),
+                schema.clone(),
+                events.clone(),
+                ready,
+            ));
+            match is_ready.await {
+                Ok(Ok(())) => Some(task),
+                Ok(Err(source)) => return Err(OpenError::Listen { url, source }),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
         Ok(Inner {
             pool,
             instance,
+            listener,
             prepared: opts.prepared_statements,
             handle: tokio::runtime::Handle::current(),
             runtime: None,
@@ -283,6 +321,9 @@ impl PgStore {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
+        }
         if let Some(runtime) = self.runtime.take() {
             // May run inside another runtime's task, where a blocking shutdown panics.
             runtime.shutdown_background();
@@ -329,6 +370,18 @@ impl Inner {
         let tx = client.transaction().await?;
         let db = Db::tx(&tx, self.prepared);
         let (output, notice) = write(&db, ns, call).await?;
+        if let Some(notice) = &notice {
+            // Once per appending transaction, ids only; delivered at commit.
+            let payload = listen::payload(&self.instance, &self.schema, notice);
+            db.execute(
+                "SELECT pg_notify($1, $2)",
+                &[
+                    (&listen::CHANNEL, tokio_postgres::types::Type::TEXT),
+                    (&payload, tokio_postgres::types::Type::TEXT),
+                ],
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok((output, notice))
     }
@@ -347,13 +400,13 @@ impl Store for PgStore {
             let (output, notice) = inner.retrying(|| inner.call_once(&ns, &call)).await?;
             if let Some(notice) = notice {
                 // No receivers is fine: nobody is following live.
-                let _ = inner.events.send(notice);
+                let _ = inner.events.send(StoreNotice::Appended(notice));
             }
             Ok(output)
         })
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<EventAppended> {
+    fn subscribe(&self) -> broadcast::Receiver<StoreNotice> {
         self.inner.events.subscribe()
     }
 

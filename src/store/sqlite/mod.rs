@@ -36,7 +36,8 @@ use tokio::sync::{broadcast, oneshot};
 use super::json::json_str;
 use super::page::PageWriter;
 use super::{
-    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreOutput, ToolData,
+    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
+    ToolData,
 };
 use writer::{Job, Writer};
 
@@ -134,7 +135,7 @@ pub struct SqliteStore {
     /// Whether an uncontended store write may run on the caller's thread (see [`writer`]).
     inline_writes: bool,
     readers: Arc<ReaderPool>,
-    events: broadcast::Sender<EventAppended>,
+    events: broadcast::Sender<StoreNotice>,
     max_page_size: usize,
     /// Stops the checkpoint thread when the store is dropped.
     _checkpointer: wal::Checkpointer,
@@ -332,7 +333,7 @@ impl Store for SqliteStore {
         })
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<EventAppended> {
+    fn subscribe(&self) -> broadcast::Receiver<StoreNotice> {
         self.events.subscribe()
     }
 
@@ -417,7 +418,7 @@ struct CallJob {
     output: Option<StoreOutput>,
     notice: Option<EventAppended>,
     reply: Option<oneshot::Sender<Result<StoreOutput, StoreError>>>,
-    events: broadcast::Sender<EventAppended>,
+    events: broadcast::Sender<StoreNotice>,
 }
 
 impl Job for CallJob {
@@ -437,7 +438,7 @@ impl Job for CallJob {
         if result.is_ok() {
             if let Some(notice) = self.notice.take() {
                 // No receivers is fine: nobody is following live.
-                let _ = self.events.send(notice);
+                let _ = self.events.send(StoreNotice::Appended(notice));
             }
         }
         if let Some(reply) = self.reply.take() {
