@@ -285,3 +285,141 @@ async fn a_follower_on_one_daemon_hears_appends_made_through_another() {
     drop((a, b));
     pg.drop_schema();
 }
+
+/// A trigger on `agents` that fails the first `times` inserts with `sqlstate` (counted by
+/// a sequence: nextval survives the rollback the failure causes).
+async fn fail_inserts(pg: &PgTarget, sqlstate: &str, times: i32) {
+    pg.connect()
+        .await
+        .batch_execute(&format!(
+            "DROP TRIGGER IF EXISTS fail_some ON agents; DROP SEQUENCE IF EXISTS fail_seq;
+             CREATE SEQUENCE fail_seq;
+             CREATE OR REPLACE FUNCTION fail_some() RETURNS trigger AS $$
+             BEGIN
+               IF nextval('fail_seq') <= {times} THEN
+                 RAISE EXCEPTION 'injected' USING ERRCODE = '{sqlstate}';
+               END IF;
+               RETURN NEW;
+             END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER fail_some BEFORE INSERT ON agents FOR EACH ROW EXECUTE FUNCTION fail_some();"
+        ))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn serialization_failures_and_deadlocks_are_run_again_not_answered_internal() {
+    let Some(pg) = target() else { return };
+    let app = daemon_on(&pg).await;
+    for (i, code) in ["40001", "40P01"].into_iter().enumerate() {
+        fail_inserts(&pg, code, 3).await;
+        let doc = crate::helpers::agent(&format!("a{i}"), "/w", 1);
+        assert_eq!(
+            app.store_ok("agents", "create", json!({"agent": doc}))
+                .await,
+            Some(doc),
+            "{code}: succeeds on a later attempt"
+        );
+        assert_eq!(
+            app.count("SELECT last_value FROM fail_seq").await,
+            4,
+            "{code}: three failed attempts, then one that worked"
+        );
+    }
+    // A conflict that never goes away is unavailable (try again later), not internal.
+    fail_inserts(&pg, "40001", 1000).await;
+    let (code, msg) = app
+        .store_err(
+            "agents",
+            "create",
+            json!({"agent": crate::helpers::agent("z", "/w", 1)}),
+        )
+        .await;
+    assert_eq!(code, "unavailable", "{msg}");
+    drop(app);
+    pg.drop_schema();
+}
+
+#[tokio::test]
+async fn a_statement_over_the_timeout_is_unavailable_naming_the_setting() {
+    let Some(pg) = target() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pg-schema"), &pg.schema).unwrap();
+    let app = TestApp::spawn_in(dir, |c| c.store.statement_timeout_ms = 200).await;
+    pg.connect()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION slow() RETURNS trigger AS $$
+             BEGIN PERFORM pg_sleep(2); RETURN NEW; END $$ LANGUAGE plpgsql;
+             CREATE TRIGGER slow BEFORE INSERT ON agents FOR EACH ROW EXECUTE FUNCTION slow();",
+        )
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (code, msg) = app
+        .store_err(
+            "agents",
+            "create",
+            json!({"agent": crate::helpers::agent("a", "/w", 1)}),
+        )
+        .await;
+    assert_eq!(code, "unavailable", "{msg}");
+    assert!(msg.contains("statement_timeout_ms"), "{msg}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(1500));
+    assert_eq!(app.count("SELECT count(*) FROM agents").await, 0);
+    drop(app);
+    pg.drop_schema();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_racing_appends_on_another_daemon_leave_seqs_gap_free() {
+    let Some(pg) = target() else { return };
+    let a = Arc::new(daemon_on(&pg).await);
+    let b = daemon_on(&pg).await;
+    let appenders: Vec<_> = (0..3)
+        .map(|w| {
+            let a = a.clone();
+            tokio::spawn(async move {
+                for i in 0..40 {
+                    a.store_ok(
+                        "runEvents",
+                        "append",
+                        json!({"runId": "r", "eventType": "e", "payload": {"w": w, "i": i}}),
+                    )
+                    .await;
+                }
+            })
+        })
+        .collect();
+    for _ in 0..15 {
+        b.store_ok("runEvents", "delete", json!({"filter": {"runIds": ["r"]}}))
+            .await;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    for t in appenders {
+        t.await.unwrap();
+    }
+    // Whatever survived the last delete numbers 1..n, as SQLite's max(seq) + 1 would.
+    let page = b
+        .store_ok("runEvents", "list", json!({"runId": "r", "limit": 1000}))
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let next = a
+        .store_ok(
+            "runEvents",
+            "append",
+            json!({"runId": "r", "eventType": "e"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(next["seq"].as_u64().unwrap(), seqs.len() as u64 + 1);
+    drop((a, b));
+    pg.drop_schema();
+}

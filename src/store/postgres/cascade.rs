@@ -3,6 +3,11 @@
 //! its events. Events go with their run's seq counter, so a run whose events were all
 //! deleted numbers from 1 again (SQLite's max(seq) + 1), and with the run API's notes
 //! beside them (`event_meta`, `run_expiry`).
+//!
+//! The counter goes first: deleting its row waits for any append of that run still in
+//! flight (it holds the row), and the event delete that follows, a new statement with a
+//! new snapshot, then also removes that append's event. The other way round, an event
+//! committed between the two statements would outlive its counter.
 
 use tokio_postgres::types::Type;
 
@@ -10,7 +15,8 @@ use super::db::{Conditions, Db};
 use super::error::Fail;
 
 /// The tables keyed by `(ns, run_id)` that go with a run's events.
-pub const EVENT_TABLES: [&str; 4] = ["run_events", "run_seqs", "event_meta", "run_expiry"];
+/// The counter first (see above).
+pub const EVENT_TABLES: [&str; 4] = ["run_seqs", "run_events", "event_meta", "run_expiry"];
 
 pub async fn delete_agents(db: &Db<'_>, ns: &str, ids: &[String]) -> Result<(), Fail> {
     let params = [(&ns as _, Type::TEXT), (&ids as _, Type::TEXT_ARRAY)];
