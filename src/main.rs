@@ -164,6 +164,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 args.replace,
             )
         }
+        Command::CopyStore(args) => block_on(copy_store(args))?,
         Command::PrintConfig => {
             print!("{EXAMPLE}");
             Ok(())
@@ -206,6 +207,32 @@ fn sqlite_only(config: &Config, command: &str) -> anyhow::Result<()> {
         "`callbackd {command}` works on a SQLite database, and the store is {}; use \
          PostgreSQL's own tools (pg_dump) or `callbackd copy-store` to a SQLite file",
         config.store.backend().describe()
+    );
+    Ok(())
+}
+
+/// `callbackd copy-store`: see `store::transfer`.
+async fn copy_store(args: callbackd::cli::CopyStoreArgs) -> anyhow::Result<()> {
+    use callbackd::store::{backend, transfer};
+    let mut from = backend::transfer_side(&args.from, args.from_schema, false).await?;
+    let mut to = backend::transfer_side(&args.to, args.to_schema, true).await?;
+    let report = transfer::copy_store(from.as_mut(), to.as_mut(), args.batch).await?;
+    let rows: Vec<String> = report
+        .rows
+        .iter()
+        .map(|(t, n)| format!("{n} {t}"))
+        .collect();
+    println!(
+        "copied {} from {} to {}: {}; counts match, {} checkpoint blobs verified",
+        if rows.is_empty() {
+            "nothing".to_string()
+        } else {
+            "everything".to_string()
+        },
+        from.describe(),
+        to.describe(),
+        rows.join(", "),
+        report.blobs_verified
     );
     Ok(())
 }

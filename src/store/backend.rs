@@ -105,3 +105,25 @@ impl BackendOptions {
         }
     }
 }
+
+/// One side of `callbackd copy-store`: a `postgres://` URL (in `schema`, if given) or a
+/// SQLite file. A target is created and migrated first; a source must exist.
+pub async fn transfer_side(
+    location: &str,
+    schema: Option<String>,
+    target: bool,
+) -> Result<Box<dyn super::transfer::Transfer>, super::transfer::TransferError> {
+    if crate::config::is_postgres_url(location) {
+        let mut opts = PgOptions::new(location);
+        opts.schema = schema;
+        let side = postgres::transfer::PgTransfer::open(&opts, target).await?;
+        return Ok(Box::new(side));
+    }
+    let path = std::path::Path::new(location);
+    let side = if target {
+        sqlite::transfer::SqliteTransfer::target(path)?
+    } else {
+        sqlite::transfer::SqliteTransfer::source(path)?
+    };
+    Ok(Box::new(side))
+}

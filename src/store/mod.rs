@@ -23,6 +23,7 @@ pub mod postgres;
 pub mod records;
 pub mod sqlite;
 pub mod tool_data;
+pub mod transfer;
 
 pub use call::{
     AgentDoc, AgentFilter, CheckpointFilter, NewEvent, Page, RunDoc, RunFilter, StoreCall,

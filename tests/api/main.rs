@@ -7,6 +7,7 @@ mod approvals;
 mod backup;
 mod client;
 mod connect_errors;
+mod copy_store;
 mod crash;
 mod decode_props;
 mod metrics;

@@ -21,6 +21,7 @@ pub mod migrate;
 mod records;
 mod run_events;
 mod runs;
+pub mod transfer;
 
 use std::sync::Arc;
 use std::time::Duration;

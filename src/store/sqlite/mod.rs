@@ -19,6 +19,7 @@ pub mod migrate;
 mod records;
 mod run_events;
 mod runs;
+pub mod transfer;
 mod wal;
 mod writer;
 
