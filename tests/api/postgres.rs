@@ -423,3 +423,44 @@ async fn deletes_racing_appends_on_another_daemon_leave_seqs_gap_free() {
     drop((a, b));
     pg.drop_schema();
 }
+
+/// The multi-host case at the run API: a stream opened on daemon B follows a run
+/// whose events are appended through daemon A, each event arriving well before the
+/// stream's 2 s fallback re-read (so it is A's NOTIFY that wakes B), to its terminal event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_api_stream_on_one_daemon_follows_appends_through_another() {
+    use crate::run_api::{append, setup, tool_turn};
+    let Some(pg) = target() else { return };
+    let a = daemon_on(&pg).await;
+    let b = daemon_on(&pg).await;
+    setup(&a, "r1", "running").await;
+    let turn = tool_turn();
+    append(&a, "r1", turn[0].clone()).await;
+    let mut s = b.stream("r1", None).await;
+    assert_eq!(s.status, 200);
+    let quick = std::time::Duration::from_millis(1000);
+    assert_eq!(s.next(quick).await.unwrap().kind(), "run_started");
+    assert_eq!(s.next(quick).await.unwrap().kind(), "up_to_date");
+    for (i, m) in turn[1..].iter().enumerate() {
+        append(&a, "r1", m.clone()).await;
+        let started = std::time::Instant::now();
+        let frame = s.next(quick).await.expect("B's stream hears A's append");
+        assert!(
+            started.elapsed() < quick,
+            "event {} took {:?}",
+            i + 2,
+            started.elapsed()
+        );
+        if let crate::sse::Frame::Event { id: Some(id), .. } = &frame {
+            assert_eq!(*id, i as u64 + 2, "{frame:?}");
+        }
+    }
+    let rest = s.collect(std::time::Duration::from_secs(10)).await;
+    let last = rest.last().map(|f| f.kind().to_string());
+    assert!(
+        last.as_deref() == Some("completed") || rest.is_empty(),
+        "{rest:?}"
+    );
+    drop((a, b));
+    pg.drop_schema();
+}

@@ -16,7 +16,7 @@ fn ev(message: &Value) -> Value {
 }
 
 /// The stored messages of a tool turn, in the bridge's order (contract §5.2).
-fn tool_turn() -> Vec<Value> {
+pub(crate) fn tool_turn() -> Vec<Value> {
     vec![
         json!({"type": "request", "agent_id": "a1", "run_id": "r1", "request_id": "q1"}),
         json!({"type": "status", "status": "RUNNING"}),
@@ -29,7 +29,7 @@ fn tool_turn() -> Vec<Value> {
     ]
 }
 
-async fn setup(app: &TestApp, run_id: &str, status: &str) {
+pub(crate) async fn setup(app: &TestApp, run_id: &str, status: &str) {
     app.store_ok(
         "agents",
         "create",
@@ -41,7 +41,7 @@ async fn setup(app: &TestApp, run_id: &str, status: &str) {
     app.store_ok("runs", "create", json!({"run": r})).await;
 }
 
-async fn append(app: &TestApp, run_id: &str, message: Value) {
+pub(crate) async fn append(app: &TestApp, run_id: &str, message: Value) {
     let mut payload = ev(&message);
     payload["runId"] = json!(run_id);
     app.store_ok(
