@@ -54,9 +54,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // Tool names, schemas and command blocks are checked when the registry is built.
             let tools = App::builder(config.clone()).tool_declarations()?;
             println!(
-                "config ok: listen {}, database {}, sync {:?}, max body {} bytes, tools {}",
+                "config ok: listen {}, {}, sync {:?}, max body {} bytes, tools {}",
                 config.server.listen,
-                config.store.path.display(),
+                config.store.backend().describe(),
                 config.store.sync,
                 config.server.max_body_bytes,
                 tools.as_object().map_or(0, |t| t.len())
