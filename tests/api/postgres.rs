@@ -464,3 +464,37 @@ async fn a_run_api_stream_on_one_daemon_follows_appends_through_another() {
     drop((a, b));
     pg.drop_schema();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_finds_a_corrupted_blob_and_names_it() {
+    let Some(pg) = target() else { return };
+    let app = daemon_on(&pg).await;
+    for blob in ["good", "bad"] {
+        app.store_ok(
+            "checkpoints",
+            "create",
+            json!({"agentId": "a", "blobId": blob, "data": "AAECAw=="}),
+        )
+        .await;
+    }
+    let mut config = Config::default();
+    pg.apply(&mut config);
+    let report = config.store.backend().check().await.unwrap();
+    assert!(report.is_ok() && report.blobs_checked == 2, "{report:?}");
+    app.exec(
+        "",
+        "UPDATE checkpoints SET data = '\\x00010204'::bytea WHERE blob_id = 'bad'",
+    )
+    .await;
+    let report = config.store.backend().check().await.unwrap();
+    assert_eq!(
+        report.schema_version,
+        callbackd::store::postgres::migrate::LATEST_VERSION
+    );
+    assert_eq!(
+        report.corrupt_blobs,
+        [("default".into(), "a".into(), "bad".into())]
+    );
+    drop(app);
+    pg.drop_schema();
+}

@@ -20,6 +20,10 @@ impl PgStore {
                     .map_err(super::error::Fail::from)?,
                 ..Default::default()
             };
+            if report.schema_version == 0 {
+                // Nothing was ever migrated here: no tables, nothing to check.
+                return Ok(report);
+            }
             let rows = client
                 .query_raw(
                     "SELECT ns, agent_id, blob_id, data, crc32 FROM checkpoints",
