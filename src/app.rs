@@ -18,7 +18,6 @@ use crate::connect::UnaryLimits;
 use crate::metrics::{Metrics, StoreSizes};
 use crate::rpc::{self, RpcState};
 use crate::server::{self, ServerLimits};
-use crate::store::sqlite::{files, SqliteStore};
 use crate::store::{RunRecords, Store};
 use crate::tokens::{self, Tokens};
 use crate::tools::builtin::builtins;
@@ -29,7 +28,7 @@ pub struct App {
     listener: TcpListener,
     addr: SocketAddr,
     router: axum::Router,
-    store: Arc<SqliteStore>,
+    store: Arc<dyn Store>,
     tools: rpc::tools::ToolService,
     tokens: Tokens,
     limits: ServerLimits,
@@ -74,7 +73,7 @@ impl App {
         &self.tokens
     }
 
-    pub fn store(&self) -> Arc<SqliteStore> {
+    pub fn store(&self) -> Arc<dyn Store> {
         self.store.clone()
     }
 
@@ -169,20 +168,13 @@ impl AppBuilder {
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
         let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
-        let store = {
-            let opts = config.store.sqlite_options();
-            tokio::task::spawn_blocking(move || SqliteStore::open(&opts))
-                .await
-                .context("opening the store")??
-        };
-        let store = Arc::new(store);
-        let records: Arc<dyn RunRecords> = store.clone();
+        let store = config.store.backend().open().await?;
+        let records: Arc<dyn RunRecords> = store.clone().run_records();
+        let approval_records = store.clone().approval_records();
         // A held call cannot outlive the daemon it waited in: its bridge connection is gone.
-        match crate::store::approvals::ApprovalRecords::cancel_pending_approvals(
-            store.as_ref(),
-            "callbackd stopped while the approval was pending",
-        )
-        .await
+        match approval_records
+            .cancel_pending_approvals("callbackd stopped while the approval was pending")
+            .await
         {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
@@ -191,7 +183,7 @@ impl AppBuilder {
             ),
             Err(e) => tracing::warn!(error = %e, "cannot cancel stale approvals"),
         }
-        let approvals = crate::approvals::Approvals::new(store.clone());
+        let approvals = crate::approvals::Approvals::new(approval_records);
         match records.interrupt_running_tool_calls().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
@@ -205,7 +197,7 @@ impl AppBuilder {
             "custom tools registered"
         );
         let s = &config.server;
-        let metrics = metrics_for(&config, &tokens, &store)?;
+        let metrics = metrics_for(&config, &tokens, store.as_ref())?;
         let tools = rpc::tools::ToolService::new(Arc::new(registry));
         let state = RpcState {
             store: store.clone(),
@@ -300,7 +292,7 @@ impl AppBuilder {
 
 /// The daemon's [`Metrics`]: fed by `store`'s append notices and file sizes, behind the
 /// metrics token if one is configured.
-fn metrics_for(config: &Config, tokens: &Tokens, store: &SqliteStore) -> anyhow::Result<Metrics> {
+fn metrics_for(config: &Config, tokens: &Tokens, store: &dyn Store) -> anyhow::Result<Metrics> {
     let token = config.metrics.resolve(tokens)?;
     if token.is_none() && config.server.allow_remote {
         tracing::warn!(
@@ -308,11 +300,19 @@ fn metrics_for(config: &Config, tokens: &Tokens, store: &SqliteStore) -> anyhow:
              client that reaches the listener"
         );
     }
-    let path = config.store.path.clone();
+    // File sizes are SQLite's; a PostgreSQL server reports its own.
+    let path = config
+        .store
+        .backend()
+        .sqlite_path()
+        .map(std::path::Path::to_path_buf);
     Ok(Metrics::new(
         store.subscribe(),
         move || {
-            let s = files::sizes(&path);
+            let s = path
+                .as_deref()
+                .map(crate::store::sqlite::files::sizes)
+                .unwrap_or_default();
             StoreSizes {
                 database_bytes: s.database,
                 wal_bytes: s.wal,

@@ -54,6 +54,9 @@ pub enum Command {
     Export(crate::transfer::cli::ExportArgs),
     /// Read a bridge JSONL store directory into the database, in one transaction.
     Import(crate::transfer::cli::ImportArgs),
+    /// Copy everything one store holds into another, empty one (SQLite file <-> PostgreSQL
+    /// URL, or the same backend twice), in batches, then verify counts and blob checksums.
+    CopyStore(CopyStoreArgs),
     /// Print the commented example configuration.
     PrintConfig,
     /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.
@@ -104,6 +107,26 @@ pub struct RunArgs {
     pub bridge: Vec<std::ffi::OsString>,
 }
 
+/// `callbackd copy-store --from <path or url> --to <url or path>`
+#[derive(Debug, Args, Clone)]
+pub struct CopyStoreArgs {
+    /// The source: a SQLite database file or a postgres:// URL.
+    #[arg(long, value_name = "PATH|URL")]
+    pub from: String,
+    /// The target, which must be empty (created and migrated if needed).
+    #[arg(long, value_name = "URL|PATH")]
+    pub to: String,
+    /// PostgreSQL schema of the source (default: the server's).
+    #[arg(long, value_name = "SCHEMA")]
+    pub from_schema: Option<String>,
+    /// PostgreSQL schema of the target (created if missing).
+    #[arg(long, value_name = "SCHEMA")]
+    pub to_schema: Option<String>,
+    /// Rows per read and per write transaction.
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+}
+
 /// Where the configuration comes from, with command-line overrides.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConfigArgs {
@@ -113,7 +136,8 @@ pub struct ConfigArgs {
     /// Listen address, ADDR:PORT (overrides server.listen).
     #[arg(long, global = true)]
     pub listen: Option<String>,
-    /// SQLite database file (overrides store.path).
+    /// SQLite database file (overrides store.path), or a postgres:// URL (selects the
+    /// PostgreSQL backend, overrides store.url).
     #[arg(long, global = true)]
     pub db: Option<PathBuf>,
 }

@@ -11,6 +11,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::secret::Secret;
+use crate::store::backend::BackendOptions;
+use crate::store::postgres::PgOptions;
 use crate::store::sqlite::{SqliteOptions, SyncMode};
 
 /// The commented example configuration (`callbackd print-config`).
@@ -133,11 +135,23 @@ pub struct AuthConfig {
     pub tool_token_file: Option<PathBuf>,
 }
 
+/// `store.backend`: where the agent state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// One SQLite file on this host.
+    #[default]
+    Sqlite,
+    /// A PostgreSQL database, shareable by several daemons.
+    Postgres,
+}
+
 /// `[store]`
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
-    /// The SQLite database file.
+    pub backend: BackendKind,
+    /// The SQLite database file; with PostgreSQL, where the generated tokens file goes.
     pub path: PathBuf,
     pub sync: SyncMode,
     pub max_page_size: usize,
@@ -146,21 +160,124 @@ pub struct StoreConfig {
     /// writes beyond it answer `resource_exhausted` as on a full disk. For tests of the
     /// full-disk path and as a crude quota; unset (no cap) by default.
     pub max_pages: Option<u64>,
+    /// PostgreSQL: the server's URL (it may carry a password: never printed).
+    pub url: Option<Secret>,
+    /// PostgreSQL: the schema of the tables (created if missing); unset: the default.
+    pub schema: Option<String>,
+    pub pool_size: usize,
+    pub connect_timeout_ms: u64,
+    pub statement_timeout_ms: u64,
+    pub prepared_statements: bool,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
+            backend: BackendKind::Sqlite,
             path: PathBuf::from("callbackd.db"),
             sync: SyncMode::Normal,
             max_page_size: 1000,
             busy_timeout_ms: 5000,
             max_pages: None,
+            url: None,
+            schema: None,
+            pool_size: 16,
+            connect_timeout_ms: 5000,
+            statement_timeout_ms: 30_000,
+            prepared_statements: true,
         }
     }
 }
 
 impl StoreConfig {
+    /// The backend these settings choose, and how to open it (after [`Config::validate`]).
+    pub fn backend(&self) -> BackendOptions {
+        match (self.backend, &self.url) {
+            (BackendKind::Postgres, Some(url)) => BackendOptions::Postgres(self.pg_options(url)),
+            _ => BackendOptions::Sqlite(self.sqlite_options()),
+        }
+    }
+
+    /// Points the store at `location`: a `postgres://` or `postgresql://` URL selects
+    /// PostgreSQL, anything else is a SQLite file (`--db`, `copy-store`).
+    pub fn set_location(&mut self, location: &str) {
+        if is_postgres_url(location) {
+            self.backend = BackendKind::Postgres;
+            self.url = Some(Secret::new(location.to_string()));
+        } else {
+            self.backend = BackendKind::Sqlite;
+            self.url = None;
+            self.path = PathBuf::from(location);
+        }
+    }
+
+    fn pg_options(&self, url: &Secret) -> PgOptions {
+        let mut opts = PgOptions::new(url.expose());
+        opts.schema = self.schema.clone();
+        opts.pool_size = self.pool_size;
+        opts.connect_timeout = Duration::from_millis(self.connect_timeout_ms);
+        opts.statement_timeout = Duration::from_millis(self.statement_timeout_ms);
+        opts.prepared_statements = self.prepared_statements;
+        opts.max_page_size = self.max_page_size;
+        opts
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        match (self.backend, &self.url) {
+            (BackendKind::Postgres, None) => {
+                return Err(ConfigError::Invalid(
+                    "store.backend is \"postgres\" but store.url is not set; set it (or \
+                     CALLBACKD_STORE_URL) to postgres://user:password@host:port/database"
+                        .into(),
+                ))
+            }
+            (BackendKind::Sqlite, Some(_)) => {
+                return Err(ConfigError::Invalid(
+                    "store.url is set but store.backend is \"sqlite\"; set store.backend = \
+                     \"postgres\" to use the URL, or remove it"
+                        .into(),
+                ))
+            }
+            (BackendKind::Postgres, Some(url)) => {
+                if url.expose().parse::<tokio_postgres::Config>().is_err() {
+                    return Err(ConfigError::Invalid(format!(
+                        "store.url {} is not a valid PostgreSQL URL (expected \
+                         postgres://user:password@host:port/database)",
+                        crate::store::postgres::redact_url(url.expose())
+                    )));
+                }
+            }
+            (BackendKind::Sqlite, None) => {}
+        }
+        if let Some(schema) = &self.schema {
+            let ok = schema.len() <= 63
+                && schema
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && schema
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return Err(ConfigError::Invalid(format!(
+                    "store.schema {schema:?} must be a plain identifier: letters, digits and _, \
+                     not starting with a digit, at most 63 characters"
+                )));
+            }
+        }
+        if self.pool_size == 0 {
+            return Err(ConfigError::Invalid(
+                "store.pool_size must be at least 1".into(),
+            ));
+        }
+        if self.connect_timeout_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "store.connect_timeout_ms must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn sqlite_options(&self) -> SqliteOptions {
         let mut opts = SqliteOptions::new(&self.path);
         opts.sync = self.sync;
@@ -276,6 +393,7 @@ pub mod env {
     pub const LISTEN: &str = "CALLBACKD_LISTEN";
     pub const ALLOW_REMOTE: &str = "CALLBACKD_ALLOW_REMOTE";
     pub const DB: &str = "CALLBACKD_DB";
+    pub const STORE_URL: &str = "CALLBACKD_STORE_URL";
     pub const STORE_TOKEN: &str = "CALLBACKD_STORE_TOKEN";
     pub const TOOL_TOKEN: &str = "CALLBACKD_TOOL_TOKEN";
     pub const LOG: &str = "CALLBACKD_LOG";
@@ -362,6 +480,10 @@ impl Config {
         if let Some(v) = get(env::DB) {
             self.store.path = PathBuf::from(v);
         }
+        if let Some(v) = get(env::STORE_URL).filter(|v| !v.is_empty()) {
+            self.store.backend = BackendKind::Postgres;
+            self.store.url = Some(Secret::new(v));
+        }
         if let Some(v) = get(env::STORE_TOKEN) {
             self.auth.store_token = Some(Secret::new(v));
         }
@@ -443,6 +565,7 @@ impl Config {
         if self.store.path.as_os_str().is_empty() {
             return Err(ConfigError::Invalid("store.path must not be empty".into()));
         }
+        self.store.validate()?;
         if self.store.max_page_size == 0 {
             return Err(ConfigError::Invalid(
                 "store.max_page_size must be at least 1".into(),
@@ -479,6 +602,11 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Whether `s` names a PostgreSQL server rather than a SQLite file.
+pub fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 /// A token must fit in an HTTP header: visible ASCII, no spaces.

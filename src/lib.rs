@@ -13,7 +13,8 @@
 //! - [`connect`]: the Connect unary protocol (codecs, errors), nothing domain-specific.
 //! - [`auth`]: bearer tokens as a tower layer; a token grants a namespace.
 //! - [`rpc`]: the two RPCs, where the protocol meets the store and the tools.
-//! - [`store`]: the substores as typed calls behind the [`Store`] trait; SQLite backend.
+//! - [`store`]: the substores as typed calls behind the [`Store`] trait, the tools' data
+//!   behind [`store::ToolData`], the output shapes every backend shares; the backends.
 //! - [`tools`]: custom tools: the [`Tool`] plugin trait, the registry, command tools from
 //!   TOML, the built-in `echo` and `memory`, and the bounds every call runs under.
 //! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
@@ -48,7 +49,7 @@ pub mod ui;
 
 pub use app::App;
 pub use config::Config;
-pub use store::{Namespace, Store, StoreCall, StoreError};
+pub use store::{Namespace, Store, StoreCall, StoreError, StoreNotice};
 pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
 
 /// Generated protobuf messages of `proto/sdk/v1`.

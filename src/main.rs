@@ -6,7 +6,6 @@ use clap::Parser;
 use callbackd::bridge::{self, BridgeArgs};
 use callbackd::cli::{ArgsFormat, Cli, Command, ConfigArgs, ToolsCommand};
 use callbackd::config::{Config, EXAMPLE};
-use callbackd::store::sqlite::{migrate, SqliteStore};
 use callbackd::{telemetry, tokens, App};
 
 fn main() -> std::process::ExitCode {
@@ -55,9 +54,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // Tool names, schemas and command blocks are checked when the registry is built.
             let tools = App::builder(config.clone()).tool_declarations()?;
             println!(
-                "config ok: listen {}, database {}, sync {:?}, max body {} bytes, tools {}",
+                "config ok: listen {}, {}, sync {:?}, max body {} bytes, tools {}",
                 config.server.listen,
-                config.store.path.display(),
+                config.store.backend().describe(),
                 config.store.sync,
                 config.server.max_body_bytes,
                 tools.as_object().map_or(0, |t| t.len())
@@ -66,13 +65,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Check(args) => {
             let config = load(&args)?;
-            let path = &config.store.path;
-            anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
-            let report = callbackd::store::sqlite::check::check(path)
-                .with_context(|| format!("checking {}", path.display()))?;
+            let backend = config.store.backend();
+            let report = block_on(backend.check())??;
             println!(
-                "database {} (schema version {})",
-                path.display(),
+                "{} (schema version {})",
+                backend.describe(),
                 report.schema_version
             );
             for line in &report.integrity_errors {
@@ -96,14 +93,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Migrate(args) => {
             let config = load(&args)?;
-            let store = SqliteStore::open(&config.store.sqlite_options())
-                .with_context(|| format!("migrating {}", config.store.path.display()))?;
-            drop(store);
-            println!(
-                "database {} is at schema version {}",
-                config.store.path.display(),
-                migrate::LATEST_VERSION
-            );
+            let backend = config.store.backend();
+            let version = block_on(backend.migrate())?
+                .with_context(|| format!("migrating {}", backend.describe()))?;
+            println!("{} is at schema version {version}", backend.describe());
             Ok(())
         }
         Command::Prune { config, older_than } => {
@@ -116,48 +109,62 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                      retention.events_max_age",
                 )?,
             };
-            let path = config.store.path.clone();
-            anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
-            let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let backend = config.store.backend();
+            // The file's size before and after, for SQLite (PostgreSQL reuses the space).
+            let file = backend.sqlite_path().map(std::path::Path::to_path_buf);
+            if let Some(path) = &file {
+                anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
+            }
+            let size = || {
+                file.as_ref()
+                    .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            };
             let before = size();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
-            let report = runtime.block_on(async {
-                let store = SqliteStore::open(&config.store.sqlite_options())
-                    .with_context(|| format!("opening {}", path.display()))?;
+            let report = block_on(async {
+                let store = backend
+                    .open()
+                    .await
+                    .with_context(|| format!("opening {}", backend.describe()))?;
+                let records = store.run_records();
                 let report =
-                    callbackd::api::retention::prune(&store, age, config.retention.batch_runs)
+                    callbackd::api::retention::prune(&*records, age, config.retention.batch_runs)
                         .await?;
-                drop(store);
                 anyhow::Ok(report)
-            })?;
-            println!(
-                "pruned the events of {} runs ({} events); database {} bytes -> {} bytes",
-                report.runs,
-                report.events,
-                before,
-                size()
-            );
+            })??;
+            match (before, size()) {
+                (Some(before), Some(after)) => println!(
+                    "pruned the events of {} runs ({} events); database {} bytes -> {} bytes",
+                    report.runs, report.events, before, after
+                ),
+                _ => println!(
+                    "pruned the events of {} runs ({} events) in {}",
+                    report.runs,
+                    report.events,
+                    backend.describe()
+                ),
+            }
             Ok(())
         }
         Command::Backup(args) => {
             let config = load(&args.config)?;
+            sqlite_only(&config, "backup")?;
             callbackd::transfer::backup::command(&config.store.path, &args.path, args.force)
         }
         Command::Export(args) => {
             let config = load(&args.config)?;
+            sqlite_only(&config, "export")?;
             callbackd::transfer::jsonl_export::command(&config.store.path, &args.dir)
         }
         Command::Import(args) => {
             let config = load(&args.config)?;
+            sqlite_only(&config, "import")?;
             callbackd::transfer::jsonl_import::command(
                 &config.store.sqlite_options(),
                 &args.dir,
                 args.replace,
             )
         }
+        Command::CopyStore(args) => block_on(copy_store(args))?,
         Command::PrintConfig => {
             print!("{EXAMPLE}");
             Ok(())
@@ -192,6 +199,53 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// `backup`, `export` and `import` work on a SQLite file; on PostgreSQL they would silently
+/// read or write a file nobody uses.
+fn sqlite_only(config: &Config, command: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        config.store.backend().sqlite_path().is_some(),
+        "`callbackd {command}` works on a SQLite database, and the store is {}; use \
+         PostgreSQL's own tools (pg_dump) or `callbackd copy-store` to a SQLite file",
+        config.store.backend().describe()
+    );
+    Ok(())
+}
+
+/// `callbackd copy-store`: see `store::transfer`.
+async fn copy_store(args: callbackd::cli::CopyStoreArgs) -> anyhow::Result<()> {
+    use callbackd::store::{backend, transfer};
+    let mut from = backend::transfer_side(&args.from, args.from_schema, false).await?;
+    let mut to = backend::transfer_side(&args.to, args.to_schema, true).await?;
+    let report = transfer::copy_store(from.as_mut(), to.as_mut(), args.batch).await?;
+    let rows: Vec<String> = report
+        .rows
+        .iter()
+        .map(|(t, n)| format!("{n} {t}"))
+        .collect();
+    println!(
+        "copied {} from {} to {}: {}; counts match, {} checkpoint blobs verified",
+        if rows.is_empty() {
+            "nothing".to_string()
+        } else {
+            "everything".to_string()
+        },
+        from.describe(),
+        to.describe(),
+        rows.join(", "),
+        report.blobs_verified
+    );
+    Ok(())
+}
+
+/// Runs a store command's future on a runtime of its own.
+fn block_on<T>(fut: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    Ok(runtime.block_on(fut))
+}
+
 /// Configuration from file and environment, with the command-line overrides, validated.
 fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
     let mut config = Config::load(args.config.as_deref())?;
@@ -199,7 +253,7 @@ fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
         config.server.listen = listen.clone();
     }
     if let Some(db) = &args.db {
-        config.store.path = db.clone();
+        config.store.set_location(&db.to_string_lossy());
     }
     config.validate()?;
     Ok(config)

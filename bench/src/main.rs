@@ -65,6 +65,14 @@ struct Opts {
     /// Directory for the started daemon's scratch database (default: the system temp dir).
     #[arg(long)]
     db_dir: Option<PathBuf>,
+    /// Run the started daemon on PostgreSQL at this URL (a fresh schema `bench_<tag>`)
+    /// instead of a scratch SQLite file.
+    #[arg(long, value_name = "URL")]
+    pg_url: Option<String>,
+    /// With --pg-url: start this many daemons on the one schema; clients are spread over
+    /// them round-robin and the CPU figures add theirs up.
+    #[arg(long, default_value_t = 1, requires = "pg_url")]
+    daemons: usize,
     /// `store.sync` of the started daemon.
     #[arg(long, value_enum, default_value_t = SyncMode::Normal)]
     sync: SyncMode,
@@ -219,16 +227,34 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
             SyncMode::Normal => "normal",
             SyncMode::Full => "full",
         };
-        std::fs::write(&config_path, format!("[store]\nsync = \"{sync}\"\n"))?;
+        let mut config = format!("[store]\nsync = \"{sync}\"\n");
+        let db = match &opts.pg_url {
+            Some(url) => {
+                config.push_str(&format!("schema = \"bench_{tag}\"\n"));
+                PathBuf::from(url)
+            }
+            None => db,
+        };
+        std::fs::write(&config_path, config)?;
         let spawn = Spawn {
             bin: &opts.bin,
             db: &db,
             config: Some(&config_path),
             token: &token,
         };
-        let (server, ready) = target::spawn_callbackd(&spawn)?;
+        let (mut server, ready) = target::spawn_callbackd(&spawn)?;
+        for _ in 1..opts.daemons.max(1) {
+            server.peers.push(target::spawn_callbackd(&spawn)?.0);
+        }
         report.ready_fresh = Some(ready);
-        report.server = format!("{} serve (store.sync = {sync})", opts.bin.display());
+        report.server = match &opts.pg_url {
+            Some(_) => format!(
+                "{} serve × {} on PostgreSQL (schema bench_{tag})",
+                opts.bin.display(),
+                opts.daemons.max(1)
+            ),
+            None => format!("{} serve (store.sync = {sync})", opts.bin.display()),
+        };
         tokio::time::sleep(Duration::from_millis(500)).await;
         report.idle_rss_start = server.pid.and_then(rss_kib).map(|r| r.0);
         scratch = Some((dir, config_path));
@@ -378,7 +404,10 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
     }
     // A restart on the now populated database.
     if let Some((dir, config_path)) = &scratch {
-        let db = dir.0.join("callbackd.db");
+        let db = match &opts.pg_url {
+            Some(url) => PathBuf::from(url),
+            None => dir.0.join("callbackd.db"),
+        };
         drop(server);
         let spawn = Spawn {
             bin: &opts.bin,

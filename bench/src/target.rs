@@ -18,6 +18,9 @@ pub struct Target {
     /// For CPU and memory figures, when known.
     pub pid: Option<u32>,
     child: Option<Child>,
+    /// More daemons on the same store (`--daemons`): client `i` talks to daemon
+    /// `i % (1 + peers.len())`, and CPU figures add theirs up.
+    pub peers: Vec<Target>,
 }
 
 impl Target {
@@ -26,7 +29,25 @@ impl Target {
             ep: Arc::new(Endpoint::new(url, token)?),
             pid,
             child: None,
+            peers: Vec::new(),
         })
+    }
+
+    /// The endpoint client `i` uses.
+    pub fn endpoint(&self, i: usize) -> Arc<Endpoint> {
+        match i % (1 + self.peers.len()) {
+            0 => self.ep.clone(),
+            k => self.peers[k - 1].ep.clone(),
+        }
+    }
+
+    /// The CPU time of every daemon of this target.
+    pub fn cpu(&self) -> Option<Duration> {
+        let mut total = cpu_time(self.pid?)?;
+        for peer in &self.peers {
+            total += cpu_time(peer.pid?)?;
+        }
+        Some(total)
     }
 }
 
@@ -140,6 +161,7 @@ pub fn spawn_callbackd(s: &Spawn<'_>) -> anyhow::Result<(Target, Duration)> {
             ep: Arc::new(Endpoint::new(url, s.token)?),
             pid: Some(pid),
             child: Some(child),
+            peers: Vec::new(),
         },
         elapsed,
     ))
@@ -168,6 +190,7 @@ pub fn spawn_null() -> anyhow::Result<Target> {
         ep: Arc::new(Endpoint::new(&url, "null")?),
         pid: Some(pid),
         child: Some(child),
+        peers: Vec::new(),
     })
 }
 

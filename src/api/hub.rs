@@ -2,8 +2,9 @@
 //! it, and holds each followed run's shared [`Feed`] of frames. One task reads the store's
 //! append notifications and bumps a `watch` per followed run, so an append wakes only that
 //! run's followers (not every open stream). A notification the task missed (the broadcast
-//! overflowed) wakes every follower: each then re-reads, so a lost wake-up costs a read,
-//! never an event.
+//! overflowed), or a store's [`StoreNotice::Resync`] (on PostgreSQL: the connection that
+//! hears other daemons' appends was lost and is back), wakes every follower: each then
+//! re-reads, so a lost wake-up costs a read, never an event.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{broadcast, watch};
 
 use super::feed::Feed;
-use crate::store::{EventAppended, Namespace};
+use crate::store::{Namespace, StoreNotice};
 
 type Key = (Namespace, String);
 
@@ -52,7 +53,7 @@ impl Drop for Follow {
 
 impl FollowHub {
     /// Starts forwarding `notices` on the current runtime.
-    pub fn start(notices: broadcast::Receiver<EventAppended>) -> FollowHub {
+    pub fn start(notices: broadcast::Receiver<StoreNotice>) -> FollowHub {
         let hub = FollowHub::default();
         tokio::spawn(forward(hub.runs.clone(), notices));
         hub
@@ -76,16 +77,16 @@ impl FollowHub {
     }
 }
 
-async fn forward(runs: Runs, mut notices: broadcast::Receiver<EventAppended>) {
+async fn forward(runs: Runs, mut notices: broadcast::Receiver<StoreNotice>) {
     loop {
         match notices.recv().await {
-            Ok(n) => {
+            Ok(StoreNotice::Appended(n) | StoreNotice::Remote(n)) => {
                 let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(e) = runs.get(&(n.ns, n.run_id)) {
                     e.tx.send_replace(n.seq);
                 }
             }
-            Err(broadcast::error::RecvError::Lagged(_)) => {
+            Ok(StoreNotice::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
                 let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
                 // Unknown seqs: u64::MAX makes every follower read the store.
                 for e in runs.values() {

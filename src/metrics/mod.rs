@@ -35,7 +35,7 @@ use prometheus_client::registry::{Registry, Unit};
 use tokio::sync::broadcast;
 
 use crate::auth::TokenSet;
-use crate::store::EventAppended;
+use crate::store::StoreNotice;
 
 /// Label of a tool call whose tool this daemon does not serve.
 pub const UNKNOWN_TOOL: &str = "(unknown)";
@@ -88,7 +88,7 @@ struct Inner {
     /// append path pays one broadcast send (which it makes anyway for live followers), not
     /// a task wake-up. A receiver that fell behind reports how many it missed, so the count
     /// stays exact.
-    appended: Mutex<Option<broadcast::Receiver<EventAppended>>>,
+    appended: Mutex<Option<broadcast::Receiver<StoreNotice>>>,
     streams_open: Gauge,
     followers: Gauge,
     retention_removed: Counter,
@@ -114,7 +114,7 @@ impl Metrics {
     /// [`subscribe`](crate::Store::subscribe)), file sizes from `sizes` at each scrape, and
     /// `token` required on `/metrics` when set.
     pub fn new(
-        appended: broadcast::Receiver<EventAppended>,
+        appended: broadcast::Receiver<StoreNotice>,
         sizes: impl Fn() -> StoreSizes + Send + Sync + 'static,
         token: Option<TokenSet>,
     ) -> Metrics {
@@ -122,7 +122,7 @@ impl Metrics {
     }
 
     fn build(
-        appended: Option<broadcast::Receiver<EventAppended>>,
+        appended: Option<broadcast::Receiver<StoreNotice>>,
         sizes: Option<SizesFn>,
         token: Option<TokenSet>,
     ) -> Metrics {
@@ -263,9 +263,11 @@ impl Metrics {
         let Some(rx) = rx.as_mut() else { return };
         loop {
             match rx.try_recv() {
-                Ok(_) => {
+                // This daemon's appends; on PostgreSQL other daemons count their own.
+                Ok(StoreNotice::Appended(_)) => {
                     self.inner.events_appended.inc();
                 }
+                Ok(_) => {}
                 Err(broadcast::error::TryRecvError::Lagged(missed)) => {
                     self.inner.events_appended.inc_by(missed);
                 }
@@ -367,10 +369,12 @@ mod tests {
             },
             None,
         );
-        let notice = |seq| EventAppended {
-            ns: Namespace::default(),
-            run_id: "r".into(),
-            seq,
+        let notice = |seq| {
+            StoreNotice::Appended(crate::store::EventAppended {
+                ns: Namespace::default(),
+                run_id: "r".into(),
+                seq,
+            })
         };
         for seq in 1..=10 {
             tx.send(notice(seq)).unwrap();

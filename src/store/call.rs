@@ -161,7 +161,7 @@ impl StoreCall {
                 event_type: f.string("eventType")?,
                 payload: f
                     .get("payload")
-                    .map_or_else(|| "null".to_string(), |raw| raw.get().to_string()),
+                    .map_or_else(JsonText::null, JsonText::from_raw),
                 payload_ref: f.opt_string("payloadRef")?,
                 idempotency_key: f.opt_string("idempotencyKey")?,
             }),
@@ -234,6 +234,36 @@ impl StoreCall {
         }
     }
 
+    /// The call with any list `limit` cut to `max` (`store.max_page_size`): the rest
+    /// follows through the cursor.
+    pub fn clamp(self, max: usize) -> StoreCall {
+        let max = max.max(1);
+        match self {
+            StoreCall::AgentsList(f, mut p) => {
+                p.limit = p.limit.min(max);
+                StoreCall::AgentsList(f, p)
+            }
+            StoreCall::RunsList(f, mut p) => {
+                p.limit = p.limit.min(max);
+                StoreCall::RunsList(f, p)
+            }
+            StoreCall::CheckpointsList(f, mut p) => {
+                p.limit = p.limit.min(max);
+                StoreCall::CheckpointsList(f, p)
+            }
+            StoreCall::EventsList {
+                run_id,
+                after_seq,
+                limit,
+            } => StoreCall::EventsList {
+                run_id,
+                after_seq,
+                limit: limit.min(max),
+            },
+            other => other,
+        }
+    }
+
     /// Whether the call changes stored data (and so goes through the writer).
     pub fn is_write(&self) -> bool {
         !matches!(
@@ -263,7 +293,7 @@ fn agent_doc(f: &Fields<'_>) -> Result<AgentDoc, StoreError> {
         agent_id: doc.id("agentId")?,
         cwd: doc.string("cwd")?,
         updated_at: doc.opt_number("updatedAt")?.unwrap_or(0.0),
-        json: raw.get().to_string(),
+        json: JsonText::from_raw(raw),
     })
 }
 
@@ -274,7 +304,7 @@ fn run_doc(f: &Fields<'_>) -> Result<RunDoc, StoreError> {
         agent_id: doc.id("agentId")?,
         run_id: doc.id("runId")?,
         turn_number: doc.opt_number("turnNumber")?.unwrap_or(0.0),
-        json: raw.get().to_string(),
+        json: JsonText::from_raw(raw),
     })
 }
 
@@ -506,7 +536,7 @@ mod tests {
         let StoreCall::AgentsCreate(a) = call else {
             panic!()
         };
-        assert_eq!(a.json, doc);
+        assert_eq!(a.json.as_str(), doc);
         assert_eq!(a.agent_id, "a1");
         assert_eq!(a.updated_at, 1_780_000_000_000.0);
     }

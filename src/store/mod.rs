@@ -1,24 +1,39 @@
 //! The agent state store: the contract's four substores (`agents`, `runs`, `runEvents`,
-//! `checkpoints`) as typed calls ([`StoreCall`]) behind one trait ([`Store`]) that a
-//! second backend can implement. [`sqlite::SqliteStore`] is the one backend today.
+//! `checkpoints`) as typed calls ([`StoreCall`]) behind one trait ([`Store`]), and the
+//! built-in tools' data behind another ([`ToolData`]). [`backend`] opens the configured
+//! backend; [`sqlite::SqliteStore`] is one.
 //!
-//! Documents travel as JSON text ([`JsonText`]) end to end: what the bridge sent is what is
-//! stored and what it reads back, byte for byte, without a parse/serialise round trip.
+//! What every backend shares lives here, not in a backend: the parsed calls ([`call`]),
+//! documents as JSON text ([`json`]), the output shapes (list pages in [`page`], event
+//! documents in [`event_doc`], checkpoint blobs in [`blob`]) and the list cursors
+//! ([`cursor`]). A backend only stores and selects.
 
 pub mod approvals;
+pub mod backend;
+pub mod blob;
 mod call;
+pub mod check;
 mod cursor;
 pub mod dump;
 mod error;
+pub mod event_doc;
+pub mod json;
+pub mod page;
+pub mod postgres;
 pub mod records;
 pub mod sqlite;
+pub mod tool_data;
+pub mod transfer;
 
 pub use call::{
     AgentDoc, AgentFilter, CheckpointFilter, NewEvent, Page, RunDoc, RunFilter, StoreCall,
+    DEFAULT_CATALOG_LIMIT, DEFAULT_EVENTS_LIMIT,
 };
 pub use cursor::{AgentCursor, RunCursor};
 pub use error::StoreError;
+pub use json::JsonText;
 pub use records::RunRecords;
+pub use tool_data::ToolData;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,12 +41,10 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-/// Valid JSON text. Store outputs are built from stored documents by concatenation.
-pub type JsonText = String;
-
 /// What a store call answers: `None` is the contract's "unset output" (a get that missed, a
-/// delete, a checkpoint write); `Some` is the output object as JSON text.
-pub type StoreOutput = Option<JsonText>;
+/// delete, a checkpoint write); `Some` is the output object as JSON text, written by the
+/// shared output modules around stored [`JsonText`].
+pub type StoreOutput = Option<String>;
 
 /// A boxed future, so that [`Store`] can be used as `dyn Store`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -67,16 +80,43 @@ pub struct EventAppended {
     pub seq: u64,
 }
 
-/// A backend for the store substores.
+/// What live followers receive from [`Store::subscribe`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreNotice {
+    /// An append this daemon committed.
+    Appended(EventAppended),
+    /// An append another daemon on the same database committed (PostgreSQL).
+    Remote(EventAppended),
+    /// Notices may have been missed (on PostgreSQL: the connection that hears other
+    /// daemons' appends was lost and is back). A follower treats it like a lagged receiver:
+    /// it re-reads every run it follows from the last offset it has seen, since appends
+    /// made meanwhile may never be announced. Followers should also re-read on a slow timer
+    /// of their own, so that no wake-up is ever lost for good.
+    Resync,
+}
+
+/// A backend for the store substores. Every backend answers every call with the same
+/// output, byte for byte, and the same errors (tests/api runs against each).
 pub trait Store: Send + Sync + 'static {
     /// Runs one store call. A write is acknowledged (the future resolves `Ok`) only once it
-    /// is committed.
+    /// is committed. Lists are cut to the backend's largest page ([`StoreCall::clamp`]).
     fn call(
         &self,
         ns: &Namespace,
         call: StoreCall,
     ) -> BoxFuture<'_, Result<StoreOutput, StoreError>>;
 
-    /// Notifications of committed appends, for live followers (an SSE stream, tests).
-    fn subscribe(&self) -> broadcast::Receiver<EventAppended>;
+    /// Notifications of committed appends, for live followers (an SSE stream, tests). A
+    /// [`broadcast::error::RecvError::Lagged`] and a [`StoreNotice::Resync`] both mean
+    /// "re-read what you follow".
+    fn subscribe(&self) -> broadcast::Receiver<StoreNotice>;
+
+    /// The built-in tools' data, kept by the same backend.
+    fn tool_data(&self) -> &dyn ToolData;
+
+    /// The run API's records, kept by the same backend.
+    fn run_records(self: Arc<Self>) -> Arc<dyn RunRecords>;
+
+    /// The approvals of held tool calls, kept by the same backend.
+    fn approval_records(self: Arc<Self>) -> Arc<dyn approvals::ApprovalRecords>;
 }

@@ -178,14 +178,14 @@ impl DumpSink for Files {
     type Error = ExportError;
 
     fn agent(&mut self, doc: AgentDoc) -> Result<(), ExportError> {
-        let line = fit(&doc.json, jsonl::check_agent, || {
+        let line = fit(doc.json.as_str(), jsonl::check_agent, || {
             format!("agent {}", doc.agent_id)
         })?;
         write_line(&mut self.agents, &self.dir, jsonl::AGENTS, &line)
     }
 
     fn run(&mut self, doc: RunDoc) -> Result<(), ExportError> {
-        let line = fit(&doc.json, jsonl::check_run, || {
+        let line = fit(doc.json.as_str(), jsonl::check_run, || {
             format!("run {}", doc.run_id)
         })?;
         write_line(&mut self.runs, &self.dir, jsonl::RUNS, &line)
@@ -201,7 +201,7 @@ impl DumpSink for Files {
             e.seq,
             e.seq,
             s(&e.event_type),
-            one_line(&e.payload),
+            one_line(e.payload.as_str()),
             opt(&e.payload_ref),
             opt(&e.idempotency_key),
             jsonl::iso_from_ms(e.created_at_ms)

@@ -23,7 +23,7 @@ fn callbackd(args: &[&std::ffi::OsStr]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backup_of_a_live_database_under_appends_passes_check() {
-    let app = Arc::new(TestApp::spawn().await);
+    let app = Arc::new(TestApp::spawn_sqlite().await);
     // ~24 MiB of checkpoint blobs, so that the copy takes a while.
     let mut blob = vec![0u8; 1 << 20];
     for i in 0..24u32 {

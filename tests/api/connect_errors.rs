@@ -9,18 +9,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::helpers::{agent, run, Framing, TestApp, STORE_PATH, TOOL_PATH};
 
 /// Everything stored, as one comparable value.
-fn snapshot(app: &TestApp) -> Vec<String> {
-    let conn = rusqlite::Connection::open(&app.db).unwrap();
+async fn snapshot(app: &TestApp) -> Vec<String> {
     let mut out = Vec::new();
-    for sql in [
-        "SELECT agent_id || doc FROM agents ORDER BY 1",
-        "SELECT run_id || doc FROM runs ORDER BY 1",
-        "SELECT run_id || seq || payload FROM run_events ORDER BY 1",
-        "SELECT blob_id || hex(data) FROM checkpoints ORDER BY 1",
+    for (sqlite, postgres) in [
+        ("SELECT agent_id || doc FROM agents ORDER BY 1", None),
+        ("SELECT run_id || doc FROM runs ORDER BY 1", None),
+        (
+            "SELECT run_id || seq || payload FROM run_events ORDER BY 1",
+            None,
+        ),
+        (
+            "SELECT blob_id || hex(data) FROM checkpoints ORDER BY 1",
+            Some("SELECT blob_id || encode(data, 'hex') FROM checkpoints ORDER BY 1"),
+        ),
     ] {
-        let mut stmt = conn.prepare(sql).unwrap();
-        let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
-        out.extend(rows.map(Result::unwrap));
+        out.extend(app.rows(sqlite, postgres.unwrap_or(sqlite)).await);
     }
     out
 }
@@ -73,7 +76,7 @@ async fn seeded() -> TestApp {
 #[tokio::test]
 async fn unauthenticated_requests_are_401_without_detail() {
     let app = seeded().await;
-    let before = snapshot(&app);
+    let before = snapshot(&app).await;
     let body = r#"{"substore":"agents","method":"delete","input":{"filter":{}}}"#;
     let wrong = "Bearer wrong-token".to_string();
     let lower = format!("bearer {}", app.store_token);
@@ -112,13 +115,13 @@ async fn unauthenticated_requests_are_401_without_detail() {
         )
         .await;
     assert_eq!(resp.code(), "unauthenticated");
-    assert_eq!(snapshot(&app), before);
+    assert_eq!(snapshot(&app).await, before);
 }
 
 #[tokio::test]
 async fn unknown_paths_wrong_methods_and_codecs_are_answered_per_the_connect_spec() {
     let app = seeded().await;
-    let before = snapshot(&app);
+    let before = snapshot(&app).await;
     let auth = format!("Bearer {}", app.store_token);
     let json_ct = ("content-type", "application/json");
 
@@ -190,13 +193,13 @@ async fn unknown_paths_wrong_methods_and_codecs_are_answered_per_the_connect_spe
     let resp = store_with_header(&app, "content-encoding", "br").await;
     assert_eq!((resp.status, resp.code()), (415, "unimplemented".into()));
     assert!(resp.message().contains("Content-Encoding"));
-    assert_eq!(snapshot(&app), before);
+    assert_eq!(snapshot(&app).await, before);
 }
 
 #[tokio::test]
 async fn malformed_bodies_are_invalid_argument_naming_the_problem() {
     let app = seeded().await;
-    let before = snapshot(&app);
+    let before = snapshot(&app).await;
     let cases: &[(&[u8], &str)] = &[
         (b"{\"substore\":", "invalid JSON"),
         (b"[1,2]", "must be a JSON object"),
@@ -259,7 +262,7 @@ async fn malformed_bodies_are_invalid_argument_naming_the_problem() {
     );
     let resp = app.store_raw(body, Framing::Chunked).await;
     assert_eq!(resp.code(), "invalid_argument");
-    assert_eq!(snapshot(&app), before);
+    assert_eq!(snapshot(&app).await, before);
 }
 
 #[tokio::test]
@@ -289,7 +292,7 @@ async fn invalid_protobuf_is_invalid_argument() {
 #[tokio::test]
 async fn oversized_bodies_are_resource_exhausted_whatever_their_framing() {
     let app = seeded().await;
-    let before = snapshot(&app);
+    let before = snapshot(&app).await;
     let big = format!(
         r#"{{"substore":"runEvents","method":"append","input":{{"runId":"r","eventType":"e","payload":"{}"}}}}"#,
         "x".repeat(100 * 1024)
@@ -311,7 +314,7 @@ async fn oversized_bodies_are_resource_exhausted_whatever_their_framing() {
     let resp = post_gzipped(&app, bomb).await;
     assert_eq!(resp.code(), "resource_exhausted");
     assert!(resp.message().contains("decompressed"));
-    assert_eq!(snapshot(&app), before);
+    assert_eq!(snapshot(&app).await, before);
 }
 
 #[tokio::test]
@@ -328,7 +331,7 @@ async fn gzip_request_bodies_are_accepted() {
 #[tokio::test]
 async fn a_truncated_chunked_body_is_rejected_and_stores_nothing() {
     let app = seeded().await;
-    let before = snapshot(&app);
+    let before = snapshot(&app).await;
     let body =
         r#"{"substore":"runEvents","method":"append","input":{"runId":"r","eventType":"e"}}"#;
     let mut sock = tokio::net::TcpStream::connect(app.addr).await.unwrap();
@@ -347,7 +350,7 @@ async fn a_truncated_chunked_body_is_rejected_and_stores_nothing() {
         assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
         assert!(answer.contains("invalid_argument"), "{answer}");
     }
-    assert_eq!(snapshot(&app), before);
+    assert_eq!(snapshot(&app).await, before);
     // The daemon is still serving.
     assert!(app
         .store_ok("agents", "get", json!({"agentId": "a"}))

@@ -16,20 +16,30 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::Mutex;
 
+use crate::helpers::{backend, Backend, PgTarget};
+
 /// The daemon as a child process.
 struct Daemon {
     child: Child,
     url: String,
 }
 
-fn start(db: &std::path::Path, sync: &str) -> Daemon {
+fn start(db: &std::path::Path, sync: &str, pg: Option<&PgTarget>) -> Daemon {
     let config = db.with_extension("toml");
-    std::fs::write(&config, format!("[store]\nsync = \"{sync}\"\n")).unwrap();
+    let mut toml = format!("[store]\nsync = \"{sync}\"\n");
+    if let Some(pg) = pg {
+        // The same kills, on PostgreSQL: what the daemon acknowledged was committed there.
+        toml.push_str(&format!(
+            "backend = \"postgres\"\nurl = \"{}\"\nschema = \"{}\"\n",
+            pg.url, pg.schema
+        ));
+    }
+    std::fs::write(&config, toml).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_callbackd"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
-        .arg("--db")
-        .arg(db)
+        .args(pg.is_none().then_some("--db"))
+        .args(pg.is_none().then_some(db))
         .env("CALLBACKD_STORE_TOKEN", "crash-store-token")
         .env("CALLBACKD_TOOL_TOKEN", "crash-tool-token")
         .env("CALLBACKD_LOG", "warn")
@@ -104,25 +114,48 @@ fn env_u64(name: &str) -> Option<u64> {
 /// Run id -> (payload index -> acknowledged seq).
 type Acked = BTreeMap<String, BTreeMap<u64, u64>>;
 
-/// Every acknowledged append is stored at its seq, each payload once, seqs gap-free per
-/// run, and `PRAGMA integrity_check` is ok.
-fn verify(db: &std::path::Path, acked: &Acked, when: &str) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let ok: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok", "{when}: integrity_check");
-    for (run, events) in acked {
-        let mut stmt = conn
-            .prepare("SELECT seq, json_extract(payload, '$.i') FROM run_events WHERE run_id = ?1 ORDER BY seq")
-            .unwrap();
-        let rows: Vec<(u64, u64)> = stmt
-            .query_map([run], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
-            })
+/// `(seq, payload.i)` of a run's events, in seq order.
+async fn stored(db: &std::path::Path, pg: Option<&PgTarget>, run: &str) -> Vec<(u64, u64)> {
+    if let Some(pg) = pg {
+        return pg
+            .connect()
+            .await
+            .query(
+                "SELECT seq, (payload::json->>'i')::int8 FROM run_events WHERE run_id = $1 ORDER BY seq",
+                &[&run],
+            )
+            .await
             .unwrap()
-            .map(Result::unwrap)
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64))
             .collect();
+    }
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT seq, json_extract(payload, '$.i') FROM run_events WHERE run_id = ?1 ORDER BY seq")
+        .unwrap();
+    let rows = stmt
+        .query_map([run], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows
+}
+
+/// Every acknowledged append is stored at its seq, each payload once, seqs gap-free per
+/// run, and (SQLite) `PRAGMA integrity_check` is ok.
+pub async fn verify(db: &std::path::Path, pg: Option<&PgTarget>, acked: &Acked, when: &str) {
+    if pg.is_none() {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let ok: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, "ok", "{when}: integrity_check");
+    }
+    for (run, events) in acked {
+        let rows = stored(db, pg, run).await;
         let seqs: Vec<u64> = rows.iter().map(|(seq, _)| *seq).collect();
         assert_eq!(
             seqs,
@@ -158,14 +191,22 @@ async fn acknowledged_appends_survive_sigkill() {
     let mut rng = Rng(seed | 1);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crash.db");
+    let pg = (backend() == Backend::Postgres).then(|| PgTarget::for_dir(dir.path()));
+    let pg = pg.as_ref();
     let acked: Arc<Mutex<Acked>> = Arc::default();
     let mut full_rounds = 0;
     for round in 0..rounds {
         let sync = if round % 3 == 1 { "full" } else { "normal" };
         full_rounds += u64::from(sync == "full");
-        let mut daemon = start(&db, sync);
+        let mut daemon = start(&db, sync, pg);
         if round > 0 {
-            verify(&db, &*acked.lock().await, &format!("after kill {round}"));
+            verify(
+                &db,
+                pg,
+                &*acked.lock().await,
+                &format!("after kill {round}"),
+            )
+            .await;
         }
         let url = daemon.url.clone();
         let writers: Vec<_> = (0..4)
@@ -201,13 +242,16 @@ async fn acknowledged_appends_survive_sigkill() {
         }
     }
 
-    let daemon = start(&db, "normal");
+    let daemon = start(&db, "normal", pg);
     let acked = acked.lock().await;
     let total = acked.values().map(BTreeMap::len).sum::<usize>();
     eprintln!("crash test: {total} acknowledged appends over {rounds} kills ({full_rounds} with sync = full)");
     assert!(total > 20, "the test appended something");
-    verify(&db, &acked, "at the end");
+    verify(&db, pg, &acked, "at the end").await;
     drop(daemon);
+    if let Some(pg) = pg {
+        pg.drop_schema();
+    }
 }
 
 impl Drop for Daemon {

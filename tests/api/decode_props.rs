@@ -9,10 +9,12 @@
 //! tests" in README.md).
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use base64::Engine;
+use callbackd::config::Config;
 use callbackd::connect::{read_unary, Code, Codec, ConnectError, UnaryLimits};
 use callbackd::proto::CallStoreRequest;
 use callbackd::rpc::codec::{json_to_struct, struct_to_json};
@@ -20,6 +22,8 @@ use callbackd::rpc::store::decode_request;
 use callbackd::store::sqlite::{SqliteOptions, SqliteStore};
 use callbackd::store::{AgentCursor, RunCursor};
 use callbackd::{Namespace, Store, StoreCall, StoreError};
+
+use crate::helpers::{backend, Backend, PgTarget};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use proptest::prelude::*;
 use prost::Message;
@@ -531,11 +535,22 @@ proptest! {
 #[test]
 fn whatever_decodes_runs_on_the_store_without_an_internal_error() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&SqliteOptions::new(dir.path().join("props.db"))).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
+    // The backend under test (PostgreSQL in its own schema, or a SQLite file).
+    let pg = (backend() == Backend::Postgres).then(|| PgTarget::for_dir(dir.path()));
+    let store: Arc<dyn Store> = match &pg {
+        Some(pg) => {
+            let mut config = Config::default();
+            pg.apply(&mut config);
+            rt.block_on(config.store.backend().open()).unwrap()
+        }
+        None => {
+            Arc::new(SqliteStore::open(&SqliteOptions::new(dir.path().join("props.db"))).unwrap())
+        }
+    };
     let ns = Namespace::default();
     let strategy = prop_oneof![
         4 => templated_request(),
@@ -555,11 +570,17 @@ fn whatever_decodes_runs_on_the_store_without_an_internal_error() {
             }
         })
         .unwrap();
-    let conn = rusqlite::Connection::open(dir.path().join("props.db")).unwrap();
-    let ok: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
+    drop(store);
+    match pg {
+        Some(pg) => pg.drop_schema(),
+        None => {
+            let conn = rusqlite::Connection::open(dir.path().join("props.db")).unwrap();
+            let ok: String = conn
+                .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(ok, "ok");
+        }
+    }
 }
 
 /// Protobuf nesting beyond prost's recursion limit, and JSON beyond ours, are refused.

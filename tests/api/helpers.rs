@@ -1,5 +1,9 @@
 //! `TestApp`: the real `App` on a random loopback port, with a temp-dir database and fresh
 //! tokens, served until dropped. One method per RPC; a raw request method for bad input.
+//!
+//! The backend comes from the environment, so that the same suite runs against each:
+//! `CALLBACKD_TEST_BACKEND=postgres CALLBACKD_TEST_PG_URL=postgres://...` runs every test
+//! on PostgreSQL, each in a schema of its own (dropped with the test); unset, SQLite.
 
 #![allow(dead_code)]
 
@@ -26,8 +30,115 @@ pub struct TestApp {
     pub api_read_token: String,
     pub dir: tempfile::TempDir,
     pub db: std::path::PathBuf,
+    /// The PostgreSQL schema of this test (`None` on SQLite).
+    pub pg: Option<PgTarget>,
+    /// The daemon's store (for `subscribe`).
+    pub store: std::sync::Arc<dyn callbackd::Store>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Which backend the tests run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// `CALLBACKD_TEST_BACKEND`: `sqlite` (default) or `postgres`. Anything else, or postgres
+/// without `CALLBACKD_TEST_PG_URL`, fails the test: a misconfigured run must not pass by
+/// quietly testing SQLite.
+pub fn backend() -> Backend {
+    match std::env::var("CALLBACKD_TEST_BACKEND").as_deref() {
+        Err(_) | Ok("") | Ok("sqlite") => Backend::Sqlite,
+        Ok("postgres") => {
+            assert!(
+                std::env::var("CALLBACKD_TEST_PG_URL").is_ok_and(|u| !u.is_empty()),
+                "CALLBACKD_TEST_BACKEND=postgres needs CALLBACKD_TEST_PG_URL=postgres://..."
+            );
+            Backend::Postgres
+        }
+        Ok(other) => panic!("CALLBACKD_TEST_BACKEND={other:?}: expected sqlite or postgres"),
+    }
+}
+
+/// A test's own schema on the PostgreSQL test server.
+#[derive(Debug, Clone)]
+pub struct PgTarget {
+    pub url: String,
+    pub schema: String,
+}
+
+impl PgTarget {
+    /// The schema kept in `dir` (a restart on the same directory uses the same one), or a
+    /// new unique name.
+    pub fn for_dir(dir: &std::path::Path) -> PgTarget {
+        let url = std::env::var("CALLBACKD_TEST_PG_URL").expect("CALLBACKD_TEST_PG_URL");
+        let file = dir.join("pg-schema");
+        let schema = match std::fs::read_to_string(&file) {
+            Ok(s) => s,
+            Err(_) => {
+                static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos();
+                let s = format!("cbdtest_{}_{n}_{nanos}", std::process::id());
+                std::fs::write(&file, &s).unwrap();
+                s
+            }
+        };
+        PgTarget { url, schema }
+    }
+
+    /// Points `config` at this schema. `CALLBACKD_TEST_PG_PREPARED=false` runs the suite
+    /// with unprepared statements (as behind a transaction-mode pooler).
+    pub fn apply(&self, config: &mut Config) {
+        config.store.set_location(&self.url);
+        config.store.schema = Some(self.schema.clone());
+        if std::env::var("CALLBACKD_TEST_PG_PREPARED").as_deref() == Ok("false") {
+            config.store.prepared_statements = false;
+        }
+    }
+
+    /// A connection with this schema on its search path.
+    pub async fn connect(&self) -> tokio_postgres::Client {
+        let (client, conn) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test PostgreSQL");
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("SET search_path TO \"{}\"", self.schema))
+            .await
+            .unwrap();
+        client
+    }
+
+    /// Drops the schema (from a thread of its own: this runs in `Drop`).
+    pub fn drop_schema(&self) {
+        let target = self.clone();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                if let Ok((client, conn)) =
+                    tokio_postgres::connect(&target.url, tokio_postgres::NoTls).await
+                {
+                    tokio::spawn(conn);
+                    let _ = client
+                        .batch_execute(&format!(
+                            "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+                            target.schema
+                        ))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
 }
 
 /// An HTTP response, whole.
@@ -84,6 +195,18 @@ impl TestApp {
         Self::spawn_with(|_| {}).await
     }
 
+    /// Spawns on SQLite whatever the backend of the run: for the features of a SQLite file
+    /// (backup, export/import of the file, its sizes in the metrics).
+    pub async fn spawn_sqlite() -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("test.db");
+        Self::spawn_in(dir, move |c| {
+            c.store.set_location(&db.to_string_lossy());
+            c.store.schema = None;
+        })
+        .await
+    }
+
     /// Spawns with a config tweak applied over the test defaults.
     pub async fn spawn_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -108,12 +231,19 @@ impl TestApp {
         let mut config = Config::default();
         config.server.listen = "127.0.0.1:0".into();
         config.store.path = db.clone();
+        let pg = (backend() == Backend::Postgres).then(|| PgTarget::for_dir(dir.path()));
+        if let Some(pg) = &pg {
+            pg.apply(&mut config);
+        }
         tweak(&mut config);
+        // A test that chose a SQLite file itself (a SQLite-only feature) is on SQLite.
+        let pg = pg.filter(|_| config.store.backend == callbackd::config::BackendKind::Postgres);
         let app = extend(App::builder(config))
             .build()
             .await
             .expect("app builds");
         let addr = app.local_addr();
+        let store = app.store();
         let store_token = app.tokens().store.expose().to_string();
         let tool_token = app.tokens().tool.expose().to_string();
         let api_token = app.tokens().api.expose().to_string();
@@ -139,6 +269,8 @@ impl TestApp {
             api_read_token,
             dir,
             db,
+            pg,
+            store,
             shutdown: Some(tx),
             server: Some(server),
         }
@@ -152,6 +284,8 @@ impl TestApp {
         if let Some(server) = self.server.take() {
             server.await.expect("server task");
         }
+        // The schema goes on with the directory (a restart on it uses it again).
+        self.pg = None;
         let dir = tempfile::tempdir().expect("temp dir");
         std::mem::replace(&mut self.dir, dir)
     }
@@ -297,10 +431,54 @@ impl TestApp {
             .map(|s| callbackd::rpc::codec::struct_to_json(&s).expect("json")))
     }
 
-    /// Rows of a table, straight from the database file.
-    pub fn count(&self, sql: &str) -> i64 {
-        let conn = rusqlite::Connection::open(&self.db).expect("open db");
-        conn.query_row(sql, [], |r| r.get(0)).expect("count")
+    /// A number, straight from the database (SQL both backends understand).
+    pub async fn count(&self, sql: &str) -> i64 {
+        match &self.pg {
+            None => {
+                let conn = rusqlite::Connection::open(&self.db).expect("open db");
+                conn.query_row(sql, [], |r| r.get(0)).expect("count")
+            }
+            Some(pg) => pg
+                .connect()
+                .await
+                .query_one(&format!("SELECT ({sql})::int8"), &[])
+                .await
+                .expect("count")
+                .get(0),
+        }
+    }
+
+    /// Text rows, straight from the database; `sqlite` and `postgres` are the same query
+    /// in each dialect.
+    pub async fn rows(&self, sqlite: &str, postgres: &str) -> Vec<String> {
+        match &self.pg {
+            None => {
+                let conn = rusqlite::Connection::open(&self.db).expect("open db");
+                let mut stmt = conn.prepare(sqlite).unwrap();
+                let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
+                rows.map(Result::unwrap).collect()
+            }
+            Some(pg) => pg
+                .connect()
+                .await
+                .query(postgres, &[])
+                .await
+                .expect("rows")
+                .iter()
+                .map(|r| r.get(0))
+                .collect(),
+        }
+    }
+
+    /// Runs a statement straight on the database, bypassing the daemon (to corrupt data).
+    pub async fn exec(&self, sqlite: &str, postgres: &str) {
+        match &self.pg {
+            None => {
+                let conn = rusqlite::Connection::open(&self.db).expect("open db");
+                conn.execute_batch(sqlite).unwrap();
+            }
+            Some(pg) => pg.connect().await.batch_execute(postgres).await.unwrap(),
+        }
     }
 }
 
@@ -308,6 +486,9 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        if let Some(pg) = self.pg.take() {
+            pg.drop_schema();
         }
     }
 }

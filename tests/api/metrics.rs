@@ -42,7 +42,7 @@ async fn tool(app: &TestApp, name: &str) -> Resp {
 
 #[tokio::test]
 async fn metrics_count_store_and_tool_calls_appends_and_file_sizes() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_sqlite().await;
     for i in 0..5 {
         app.store_ok(
             "runEvents",

@@ -16,7 +16,7 @@ fn ev(message: &Value) -> Value {
 }
 
 /// The stored messages of a tool turn, in the bridge's order (contract §5.2).
-fn tool_turn() -> Vec<Value> {
+pub(crate) fn tool_turn() -> Vec<Value> {
     vec![
         json!({"type": "request", "agent_id": "a1", "run_id": "r1", "request_id": "q1"}),
         json!({"type": "status", "status": "RUNNING"}),
@@ -29,7 +29,7 @@ fn tool_turn() -> Vec<Value> {
     ]
 }
 
-async fn setup(app: &TestApp, run_id: &str, status: &str) {
+pub(crate) async fn setup(app: &TestApp, run_id: &str, status: &str) {
     app.store_ok(
         "agents",
         "create",
@@ -41,7 +41,7 @@ async fn setup(app: &TestApp, run_id: &str, status: &str) {
     app.store_ok("runs", "create", json!({"run": r})).await;
 }
 
-async fn append(app: &TestApp, run_id: &str, message: Value) {
+pub(crate) async fn append(app: &TestApp, run_id: &str, message: Value) {
     let mut payload = ev(&message);
     payload["runId"] = json!(run_id);
     app.store_ok(
@@ -314,10 +314,8 @@ async fn a_hole_in_the_numbering_is_a_stream_gap() {
     for m in tool_turn() {
         append(&app, "r1", m).await;
     }
-    rusqlite::Connection::open(&app.db)
-        .unwrap()
-        .execute("DELETE FROM run_events WHERE run_id = 'r1' AND seq = 3", [])
-        .unwrap();
+    let hole = "DELETE FROM run_events WHERE run_id = 'r1' AND seq = 3";
+    app.exec(hole, hole).await;
     let frames = app.stream("r1", None).await.collect(T).await;
     assert_eq!(durable(&frames).len(), 2);
     let gap = frames.last().unwrap();
@@ -422,8 +420,8 @@ async fn bad_requests_get_problems_and_change_nothing() {
     let app = TestApp::spawn_with(|c| c.api.max_body_bytes = 2048).await;
     setup(&app, "r1", "finished").await;
     append(&app, "r1", tool_turn()[0].clone()).await;
-    let before =
-        app.count("SELECT count(*) FROM run_events") + app.count("SELECT count(*) FROM agents");
+    let before = app.count("SELECT count(*) FROM run_events").await
+        + app.count("SELECT count(*) FROM agents").await;
     let token = app.api_token.clone();
     let big = format!(r#"{{"model": "{}"}}"#, "x".repeat(4000));
     let cases: Vec<(&str, String, &str, u16, &str)> = vec![
@@ -538,8 +536,8 @@ async fn bad_requests_get_problems_and_change_nothing() {
         assert_eq!(p["status"], status);
         assert!(!p["detail"].as_str().unwrap().is_empty());
     }
-    let after =
-        app.count("SELECT count(*) FROM run_events") + app.count("SELECT count(*) FROM agents");
+    let after = app.count("SELECT count(*) FROM run_events").await
+        + app.count("SELECT count(*) FROM agents").await;
     assert_eq!(before, after);
 }
 
@@ -590,25 +588,35 @@ async fn prune_removes_old_events_answers_410_and_returns_the_space() {
     }
     append(&app, "r1", json!({"type": "status", "status": "FINISHED"})).await;
     finish_run(&app, "r1").await;
-    let db = app.db.clone();
-    let dir = app.stop().await;
-    let size_before = std::fs::metadata(&db).unwrap().len();
-    let store = callbackd::store::sqlite::SqliteStore::open(
-        &callbackd::store::sqlite::SqliteOptions::new(&db),
-    )
-    .unwrap();
-    let report = callbackd::api::retention::prune(&store, Duration::ZERO, 10)
-        .await
+    // PostgreSQL: pruned by the running daemon's records (the space is the server's).
+    let app = if app.pg.is_some() {
+        let records = app.store.clone().run_records();
+        let report = callbackd::api::retention::prune(&*records, Duration::ZERO, 10)
+            .await
+            .unwrap();
+        assert_eq!((report.runs, report.events), (1, 1502));
+        app
+    } else {
+        let db = app.db.clone();
+        let dir = app.stop().await;
+        let size_before = std::fs::metadata(&db).unwrap().len();
+        let store = callbackd::store::sqlite::SqliteStore::open(
+            &callbackd::store::sqlite::SqliteOptions::new(&db),
+        )
         .unwrap();
-    assert_eq!((report.runs, report.events), (1, 1502));
-    drop(store);
-    let size_after = std::fs::metadata(&db).unwrap().len();
-    println!("database file: {size_before} bytes before prune, {size_after} after");
-    assert!(
-        size_after * 4 < size_before,
-        "{size_before} -> {size_after}"
-    );
-    let app = TestApp::spawn_in(dir, |_| {}).await;
+        let report = callbackd::api::retention::prune(&store, Duration::ZERO, 10)
+            .await
+            .unwrap();
+        assert_eq!((report.runs, report.events), (1, 1502));
+        drop(store);
+        let size_after = std::fs::metadata(&db).unwrap().len();
+        println!("database file: {size_before} bytes before prune, {size_after} after");
+        assert!(
+            size_after * 4 < size_before,
+            "{size_before} -> {size_after}"
+        );
+        TestApp::spawn_in(dir, |_| {}).await
+    };
     let s = app.stream("r1", None).await;
     assert_eq!(s.status, 410);
     assert_eq!(s.problem.unwrap()["code"], "replay_expired");

@@ -82,7 +82,7 @@ async fn updating_a_missing_agent_is_not_found() {
         .await;
     assert_eq!(code, "not_found");
     assert!(message.contains("agent ghost not found"), "{message}");
-    assert_eq!(app.count("SELECT count(*) FROM agents"), 0);
+    assert_eq!(app.count("SELECT count(*) FROM agents").await, 0);
 }
 
 #[tokio::test]
@@ -238,24 +238,28 @@ async fn delete_removes_the_agent_with_its_runs_events_and_checkpoints_and_is_id
         assert_eq!(
             app.count(&format!(
                 "SELECT count(*) FROM {table} WHERE agent_id = 'a'"
-            )),
+            ))
+            .await,
             0,
             "{table}"
         );
         assert_eq!(
             app.count(&format!(
                 "SELECT count(*) FROM {table} WHERE agent_id = 'b'"
-            )),
+            ))
+            .await,
             1,
             "{table}"
         );
     }
     assert_eq!(
-        app.count("SELECT count(*) FROM run_events WHERE run_id = 'run-a'"),
+        app.count("SELECT count(*) FROM run_events WHERE run_id = 'run-a'")
+            .await,
         0
     );
     assert_eq!(
-        app.count("SELECT count(*) FROM run_events WHERE run_id = 'run-b'"),
+        app.count("SELECT count(*) FROM run_events WHERE run_id = 'run-b'")
+            .await,
         1
     );
     // Deleting again, or deleting nothing, succeeds.

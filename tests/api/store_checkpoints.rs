@@ -40,7 +40,7 @@ async fn a_blob_round_trips_as_bytes() {
         .unwrap();
     assert_eq!(got, json!({"found": true, "data": b64(&bytes)}));
     assert_eq!(
-        app.count("SELECT length(data) FROM checkpoints"),
+        app.count("SELECT length(data) FROM checkpoints").await,
         70_000,
         "stored decoded"
     );
@@ -186,7 +186,7 @@ async fn delete_is_idempotent_and_filtered() {
         .await
         .unwrap();
     assert_eq!(left, json!({"items": ["x", "y"]}));
-    assert_eq!(app.count("SELECT count(*) FROM checkpoints"), 2);
+    assert_eq!(app.count("SELECT count(*) FROM checkpoints").await, 2);
 }
 
 #[tokio::test]
@@ -198,14 +198,11 @@ async fn a_corrupted_blob_is_data_loss_not_wrong_bytes() {
         json!({"agentId": "a", "blobId": "root", "data": b64(b"conversation state")}),
     )
     .await;
-    {
-        let conn = rusqlite::Connection::open(&app.db).unwrap();
-        conn.execute(
-            "UPDATE checkpoints SET data = CAST('conversation statE' AS BLOB)",
-            [],
-        )
-        .unwrap();
-    }
+    app.exec(
+        "UPDATE checkpoints SET data = CAST('conversation statE' AS BLOB)",
+        "UPDATE checkpoints SET data = convert_to('conversation statE', 'UTF8')",
+    )
+    .await;
     let resp = app
         .call_store(
             "checkpoints",
@@ -265,5 +262,5 @@ async fn checkpoints_work_over_the_proto_codec() {
         .unwrap(),
         None
     );
-    assert_eq!(app.count("SELECT count(*) FROM checkpoints"), 0);
+    assert_eq!(app.count("SELECT count(*) FROM checkpoints").await, 0);
 }

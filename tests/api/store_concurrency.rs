@@ -65,7 +65,7 @@ async fn parallel_appends_with_one_idempotency_key_store_one_event() {
         "every caller sees the same event"
     );
     assert_eq!(docs[0]["seq"], 1);
-    assert_eq!(app.count("SELECT count(*) FROM run_events"), 1);
+    assert_eq!(app.count("SELECT count(*) FROM run_events").await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -88,5 +88,5 @@ async fn racing_creates_of_one_agent_have_exactly_one_winner() {
     }
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1);
     assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 15);
-    assert_eq!(app.count("SELECT count(*) FROM agents"), 1);
+    assert_eq!(app.count("SELECT count(*) FROM agents").await, 1);
 }

@@ -166,7 +166,7 @@ async fn an_append_with_a_known_idempotency_key_returns_the_first_event_unchange
         .await
         .unwrap();
     assert_eq!(first, again);
-    assert_eq!(app.count("SELECT count(*) FROM run_events"), 1);
+    assert_eq!(app.count("SELECT count(*) FROM run_events").await, 1);
     // The same key in another run, or an empty key, is a new event.
     let other = app
         .store_ok(
@@ -186,7 +186,8 @@ async fn an_append_with_a_known_idempotency_key_returns_the_first_event_unchange
         .await;
     }
     assert_eq!(
-        app.count("SELECT count(*) FROM run_events WHERE run_id = 'r'"),
+        app.count("SELECT count(*) FROM run_events WHERE run_id = 'r'")
+            .await,
         3
     );
 }
@@ -205,10 +206,10 @@ async fn delete_is_per_run_idempotent_and_an_empty_filter_deletes_all() {
             None
         );
     }
-    assert_eq!(app.count("SELECT count(*) FROM run_events"), 3);
+    assert_eq!(app.count("SELECT count(*) FROM run_events").await, 3);
     app.store_ok("runEvents", "delete", json!({"filter": {}}))
         .await;
-    assert_eq!(app.count("SELECT count(*) FROM run_events"), 0);
+    assert_eq!(app.count("SELECT count(*) FROM run_events").await, 0);
 }
 
 #[tokio::test]
@@ -247,5 +248,5 @@ async fn run_events_work_over_the_proto_codec() {
             .unwrap(),
         None
     );
-    assert_eq!(app.count("SELECT count(*) FROM run_events"), 0);
+    assert_eq!(app.count("SELECT count(*) FROM run_events").await, 0);
 }

@@ -147,13 +147,15 @@ async fn delete_cascades_to_events_and_is_silent_when_nothing_matches() {
             .await,
         None
     );
-    assert_eq!(app.count("SELECT count(*) FROM runs"), 1);
+    assert_eq!(app.count("SELECT count(*) FROM runs").await, 1);
     assert_eq!(
-        app.count("SELECT count(*) FROM run_events WHERE run_id = 'r1'"),
+        app.count("SELECT count(*) FROM run_events WHERE run_id = 'r1'")
+            .await,
         0
     );
     assert_eq!(
-        app.count("SELECT count(*) FROM run_events WHERE run_id = 'r2'"),
+        app.count("SELECT count(*) FROM run_events WHERE run_id = 'r2'")
+            .await,
         1
     );
     assert_eq!(
@@ -165,7 +167,7 @@ async fn delete_cascades_to_events_and_is_silent_when_nothing_matches() {
         .await,
         None
     );
-    assert_eq!(app.count("SELECT count(*) FROM runs"), 1);
+    assert_eq!(app.count("SELECT count(*) FROM runs").await, 1);
 }
 
 #[tokio::test]
@@ -212,5 +214,5 @@ async fn runs_work_over_the_proto_codec_and_content_length_bodies() {
             .unwrap(),
         None
     );
-    assert_eq!(app.count("SELECT count(*) FROM runs"), 0);
+    assert_eq!(app.count("SELECT count(*) FROM runs").await, 0);
 }

@@ -67,7 +67,7 @@ fn write_store(dir: &Path, n: u64) {
 
 #[tokio::test]
 async fn export_then_import_keeps_every_record() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_sqlite().await;
     // A pretty-printed document is stored verbatim; the export puts it on one line.
     let pretty = "{\n  \"agentId\": \"a1\",\n  \"cwd\": \"/ws\",\n  \"status\": \"idle\",\n  \"createdAt\": 1,\n  \"updatedAt\": 2.50,\n  \"name\": \"a b\\n c\"\n}";
     let body = format!(r#"{{"substore":"agents","method":"create","input":{{"agent":{pretty}}}}}"#);
@@ -157,7 +157,7 @@ async fn export_then_import_keeps_every_record() {
 
 #[tokio::test]
 async fn export_refuses_a_record_the_bridge_would_reject_and_leaves_nothing() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_sqlite().await;
     // A document callbackd accepts but the bridge's JSONL store would call corrupt.
     app.store_ok(
         "agents",

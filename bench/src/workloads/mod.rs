@@ -70,14 +70,14 @@ where
     Fut: Future<Output = (Recorder, T)> + Send + 'static,
 {
     let mut conns = Vec::with_capacity(clients);
-    for _ in 0..clients {
-        conns.push(Conn::connect(target.ep.clone()).await?);
+    for i in 0..clients {
+        conns.push(Conn::connect(target.endpoint(i)).await?);
     }
     if let Some(pid) = target.pid {
         reset_peak(pid);
     }
     let self_pid = std::process::id();
-    let server_cpu0 = target.pid.and_then(cpu_time);
+    let server_cpu0 = target.cpu();
     let self_cpu0 = cpu_time(self_pid);
     let started = Instant::now();
     let tasks: Vec<_> = conns
@@ -93,7 +93,7 @@ where
         outs.push(out);
     }
     let wall = started.elapsed();
-    let server_cpu = match (server_cpu0, target.pid.and_then(cpu_time)) {
+    let server_cpu = match (server_cpu0, target.cpu()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };

@@ -16,8 +16,14 @@ pub fn create(conn: &Connection, ns: &str, doc: AgentDoc) -> Result<StoreOutput,
     let mut stmt = conn.prepare_cached(
         "INSERT INTO agents (ns, agent_id, cwd, updated_at, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    match stmt.execute(params![ns, doc.agent_id, doc.cwd, doc.updated_at, doc.json]) {
-        Ok(_) => Ok(Some(doc.json)),
+    match stmt.execute(params![
+        ns,
+        doc.agent_id,
+        doc.cwd,
+        doc.updated_at,
+        doc.json.as_str()
+    ]) {
+        Ok(_) => Ok(Some(doc.json.into_string())),
         Err(e) if is_constraint(&e) => Err(StoreError::AlreadyExists(format!(
             "agent {} already exists",
             doc.agent_id
@@ -31,13 +37,20 @@ pub fn update(conn: &Connection, ns: &str, doc: AgentDoc) -> Result<StoreOutput,
     let mut stmt = conn.prepare_cached(
         "UPDATE agents SET cwd = ?3, updated_at = ?4, doc = ?5 WHERE ns = ?1 AND agent_id = ?2",
     )?;
-    if stmt.execute(params![ns, doc.agent_id, doc.cwd, doc.updated_at, doc.json])? == 0 {
+    if stmt.execute(params![
+        ns,
+        doc.agent_id,
+        doc.cwd,
+        doc.updated_at,
+        doc.json.as_str()
+    ])? == 0
+    {
         return Err(StoreError::NotFound(format!(
             "agent {} not found",
             doc.agent_id
         )));
     }
-    Ok(Some(doc.json))
+    Ok(Some(doc.json.into_string()))
 }
 
 /// Deletes the matching agents and everything that belongs to them (runs, their events,

@@ -6,22 +6,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
-/// What a check found.
-#[derive(Debug, Default)]
-pub struct CheckReport {
-    pub schema_version: u32,
-    /// `integrity_check` lines other than "ok".
-    pub integrity_errors: Vec<String>,
-    pub blobs_checked: u64,
-    /// `(namespace, agent id, blob id)` of each blob whose bytes fail their checksum.
-    pub corrupt_blobs: Vec<(String, String, String)>,
-}
-
-impl CheckReport {
-    pub fn is_ok(&self) -> bool {
-        self.integrity_errors.is_empty() && self.corrupt_blobs.is_empty()
-    }
-}
+pub use crate::store::check::CheckReport;
 
 /// Checks the database at `path`, read-only. Safe to run while the daemon is serving (WAL
 /// readers see the last committed state).
@@ -53,7 +38,7 @@ pub fn check(path: &Path) -> rusqlite::Result<CheckReport> {
     while let Some(row) = rows.next()? {
         report.blobs_checked += 1;
         let data = row.get_ref(3)?.as_blob()?;
-        if i64::from(crc32fast::hash(data)) != row.get::<_, i64>(4)? {
+        if crate::store::blob::checksum(data) != row.get::<_, i64>(4)? {
             report
                 .corrupt_blobs
                 .push((row.get(0)?, row.get(1)?, row.get(2)?));

@@ -1,11 +1,11 @@
 //! SQL of the `checkpoints` substore: conversation blobs, stored as bytes with a checksum.
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
 use rusqlite::types::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{is_constraint, json_str, push_json_str, write_page, Conditions};
+use super::{is_constraint, write_page, Conditions};
+use crate::store::blob;
+use crate::store::json::{json_str, push_json_str};
 use crate::store::{CheckpointFilter, Page, StoreError, StoreOutput};
 
 /// `{"found":true,"data":<base64>}` or `{"found":false}`. The bytes are checked against the
@@ -25,19 +25,10 @@ pub fn get(
         })
         .optional()?;
     let Some((data, crc)) = row else {
-        return Ok(Some(r#"{"found":false}"#.to_string()));
+        return Ok(Some(blob::NOT_FOUND.to_string()));
     };
-    if i64::from(crc32fast::hash(&data)) != crc {
-        tracing::error!(agent_id, blob_id, "checkpoint blob failed its checksum");
-        return Err(StoreError::DataLoss(format!(
-            "checkpoint blob {blob_id} of agent {agent_id} is corrupted (checksum mismatch)"
-        )));
-    }
-    let mut out = String::with_capacity(data.len() * 4 / 3 + 32);
-    out.push_str(r#"{"found":true,"data":""#);
-    STANDARD.encode_string(&data, &mut out);
-    out.push_str("\"}");
-    Ok(Some(out))
+    blob::verify(&data, crc, agent_id, blob_id)?;
+    Ok(Some(blob::found(&data)))
 }
 
 pub fn create(
@@ -50,7 +41,7 @@ pub fn create(
     let mut stmt = conn.prepare_cached(
         "INSERT INTO checkpoints (ns, agent_id, blob_id, data, crc32) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    match stmt.execute(params![ns, agent_id, blob_id, data, crc32fast::hash(data)]) {
+    match stmt.execute(params![ns, agent_id, blob_id, data, blob::checksum(data)]) {
         Ok(_) => Ok(None),
         Err(e) if is_constraint(&e) => Err(StoreError::AlreadyExists(format!(
             "checkpoint blob {blob_id} already exists for agent {agent_id}"
@@ -69,7 +60,7 @@ pub fn update(
     let mut stmt = conn.prepare_cached(
         "UPDATE checkpoints SET data = ?4, crc32 = ?5 WHERE ns = ?1 AND agent_id = ?2 AND blob_id = ?3",
     )?;
-    if stmt.execute(params![ns, agent_id, blob_id, data, crc32fast::hash(data)])? == 0 {
+    if stmt.execute(params![ns, agent_id, blob_id, data, blob::checksum(data)])? == 0 {
         return Err(StoreError::NotFound(format!(
             "checkpoint blob {blob_id} not found for agent {agent_id}"
         )));

@@ -14,10 +14,12 @@ mod checkpoints;
 pub mod copy;
 pub mod dump;
 pub mod files;
+mod memory;
 pub mod migrate;
 mod records;
 mod run_events;
 mod runs;
+pub mod transfer;
 mod wal;
 mod writer;
 
@@ -32,7 +34,12 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::{broadcast, oneshot};
 
-use super::{BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreOutput};
+use super::json::json_str;
+use super::page::PageWriter;
+use super::{
+    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
+    ToolData,
+};
 use writer::{Job, Writer};
 
 /// How hard a commit tries to reach the disk (`store.sync` in the config).
@@ -129,7 +136,7 @@ pub struct SqliteStore {
     /// Whether an uncontended store write may run on the caller's thread (see [`writer`]).
     inline_writes: bool,
     readers: Arc<ReaderPool>,
-    events: broadcast::Sender<EventAppended>,
+    events: broadcast::Sender<StoreNotice>,
     max_page_size: usize,
     /// Stops the checkpoint thread when the store is dropped.
     _checkpointer: wal::Checkpointer,
@@ -253,8 +260,8 @@ impl SqliteStore {
     }
 
     /// Runs `f` on the writer thread inside a transaction (shared with other writes), and
-    /// returns its result once committed. For built-in tools that keep their own tables.
-    pub async fn write_with<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// returns its result once committed. For the tool-side data ([`memory`]).
+    async fn write_with<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -270,7 +277,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on a read connection on a blocking thread.
-    pub async fn read_with<T, F>(&self, f: F) -> Result<T, StoreError>
+    async fn read_with<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -288,34 +295,6 @@ impl SqliteStore {
             StoreError::Unavailable("the store writer stopped".into())
         })
     }
-
-    fn clamp(&self, call: StoreCall) -> StoreCall {
-        let max = self.max_page_size;
-        match call {
-            StoreCall::AgentsList(f, mut p) => {
-                p.limit = p.limit.min(max);
-                StoreCall::AgentsList(f, p)
-            }
-            StoreCall::RunsList(f, mut p) => {
-                p.limit = p.limit.min(max);
-                StoreCall::RunsList(f, p)
-            }
-            StoreCall::CheckpointsList(f, mut p) => {
-                p.limit = p.limit.min(max);
-                StoreCall::CheckpointsList(f, p)
-            }
-            StoreCall::EventsList {
-                run_id,
-                after_seq,
-                limit,
-            } => StoreCall::EventsList {
-                run_id,
-                after_seq,
-                limit: limit.min(max),
-            },
-            other => other,
-        }
-    }
 }
 
 impl Store for SqliteStore {
@@ -325,7 +304,7 @@ impl Store for SqliteStore {
         call: StoreCall,
     ) -> BoxFuture<'_, Result<StoreOutput, StoreError>> {
         let ns = ns.clone();
-        let call = self.clamp(call);
+        let call = call.clamp(self.max_page_size);
         Box::pin(async move {
             if !call.is_write() {
                 // On this thread: a store read is an indexed lookup or one page, tens to a
@@ -355,8 +334,20 @@ impl Store for SqliteStore {
         })
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<EventAppended> {
+    fn subscribe(&self) -> broadcast::Receiver<StoreNotice> {
         self.events.subscribe()
+    }
+
+    fn tool_data(&self) -> &dyn ToolData {
+        self
+    }
+
+    fn run_records(self: Arc<Self>) -> Arc<dyn crate::store::RunRecords> {
+        self
+    }
+
+    fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
+        self
     }
 }
 
@@ -428,7 +419,7 @@ struct CallJob {
     output: Option<StoreOutput>,
     notice: Option<EventAppended>,
     reply: Option<oneshot::Sender<Result<StoreOutput, StoreError>>>,
-    events: broadcast::Sender<EventAppended>,
+    events: broadcast::Sender<StoreNotice>,
 }
 
 impl Job for CallJob {
@@ -448,7 +439,7 @@ impl Job for CallJob {
         if result.is_ok() {
             if let Some(notice) = self.notice.take() {
                 // No receivers is fine: nobody is following live.
-                let _ = self.events.send(notice);
+                let _ = self.events.send(StoreNotice::Appended(notice));
             }
         }
         if let Some(reply) = self.reply.take() {
@@ -581,20 +572,21 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
-/// A JSON string literal.
-pub(crate) fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings serialise")
+/// Stored documents read back through the JSON guard ([`JsonText::parse`]): text another
+/// program wrote into the file is refused rather than passed on as JSON.
+impl rusqlite::types::FromSql for crate::store::JsonText {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let text = value.as_str()?.to_string();
+        crate::store::JsonText::parse(text)
+            .map_err(|e| rusqlite::types::FromSqlError::Other(Box::new(e)))
+    }
 }
 
-/// Appends `s` as a JSON string literal, byte for byte what [`json_str`] gives, without an
-/// allocation when nothing needs escaping (ids, event types).
-pub(crate) fn push_json_str(out: &mut String, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-    } else {
-        out.push_str(&json_str(s));
+impl rusqlite::ToSql for crate::store::JsonText {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(rusqlite::types::ToSqlOutput::Borrowed(
+            rusqlite::types::ValueRef::Text(self.as_str().as_bytes()),
+        ))
     }
 }
 
@@ -613,9 +605,8 @@ pub(crate) fn push_text(
     Ok(())
 }
 
-/// Writes `{"items":[...]}` from rows selected with `LIMIT limit + 1`, adding
-/// `"<next_key>": encode(last key)` only when a row beyond the page exists: the contract's
-/// rule that a cursor appears only while more items remain (an empty page never has one).
+/// Writes a page ([`PageWriter`]) from rows selected with `LIMIT limit + 1`; the row
+/// beyond the page, when there is one, adds `"<next_key>": encode(last key)`.
 pub(crate) fn write_page<K>(
     mut rows: rusqlite::Rows<'_>,
     limit: usize,
@@ -624,38 +615,19 @@ pub(crate) fn write_page<K>(
     key: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<K>,
     encode: impl Fn(&K) -> String,
 ) -> Result<String, StoreError> {
-    let mut out = String::from(r#"{"items":["#);
-    let mut n = 0;
+    let mut page = PageWriter::new(limit);
     let mut last: Option<K> = None;
     while let Some(row) = rows.next()? {
-        if n == limit {
+        if page.is_full() {
             if let Some(last) = &last {
-                out.push_str("],");
-                push_json_str(&mut out, next_key);
-                out.push(':');
-                out.push_str(&encode(last));
-                out.push('}');
-                return Ok(out);
+                return Ok(page.finish_with_next(next_key, &encode(last)));
             }
             break;
         }
-        if n > 0 {
-            out.push(',');
-        }
-        let before = out.len();
-        item(row, &mut out)?;
-        if n == 0 {
-            // Size the page from its first item once, rather than doubling the buffer (and
-            // copying it) five or six times on the way to a few hundred kilobytes.
-            // Twice the estimate: items vary in size, and untouched capacity costs nothing.
-            let guess = (out.len() - before).saturating_mul(2 * limit.min(1000));
-            out.reserve(guess.min(1 << 20));
-        }
+        page.push(|out| item(row, out))?;
         last = Some(key(row)?);
-        n += 1;
     }
-    out.push_str("]}");
-    Ok(out)
+    Ok(page.finish())
 }
 
 /// A catalog paged by a `(number, id)` key: agents by `(updated_at, agent_id)` descending,

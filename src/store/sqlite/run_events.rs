@@ -2,7 +2,9 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use super::{json_str, push_json_str, write_page, Conditions};
+use super::{write_page, Conditions};
+use crate::store::event_doc::{next_offset_json, now_ms, push_event, EventFields};
+use crate::store::json::json_str;
 use crate::store::{EventAppended, Namespace, NewEvent, StoreError, StoreOutput};
 
 const COLUMNS: &str = "seq, event_type, payload, payload_ref, idempotency_key, created_at";
@@ -46,7 +48,7 @@ pub fn append(
         ev.run_id,
         seq,
         ev.event_type,
-        ev.payload,
+        ev.payload.as_str(),
         ev.payload_ref,
         ev.idempotency_key,
         created_at
@@ -55,12 +57,14 @@ pub fn append(
     push_event(
         &mut doc,
         &json_str(&ev.run_id),
-        seq,
-        &ev.event_type,
-        &ev.payload,
-        ev.payload_ref.as_deref(),
-        ev.idempotency_key.as_deref(),
-        created_at,
+        EventFields {
+            seq,
+            event_type: &ev.event_type,
+            payload: ev.payload.as_str(),
+            payload_ref: ev.payload_ref.as_deref(),
+            idempotency_key: ev.idempotency_key.as_deref(),
+            created_at,
+        },
     );
     let notice = EventAppended {
         ns: ns.clone(),
@@ -93,7 +97,7 @@ pub fn list(
         "nextOffset",
         |row, out| push_event_row(out, &run_id_json, row),
         |row| row.get::<_, i64>(0),
-        |seq| json_str(&seq.to_string()),
+        |seq| next_offset_json(*seq),
     )?;
     Ok(Some(out))
 }
@@ -126,74 +130,14 @@ fn push_event_row(out: &mut String, run_id_json: &str, row: &Row<'_>) -> rusqlit
     push_event(
         out,
         run_id_json,
-        row.get(0)?,
-        row.get_ref(1)?.as_str()?,
-        row.get_ref(2)?.as_str()?,
-        row.get_ref(3)?.as_str_or_null()?,
-        row.get_ref(4)?.as_str_or_null()?,
-        row.get(5)?,
+        EventFields {
+            seq: row.get(0)?,
+            event_type: row.get_ref(1)?.as_str()?,
+            payload: row.get_ref(2)?.as_str()?,
+            payload_ref: row.get_ref(3)?.as_str_or_null()?,
+            idempotency_key: row.get_ref(4)?.as_str_or_null()?,
+            created_at: row.get(5)?,
+        },
     );
     Ok(())
-}
-
-/// Writes an event document straight into `out` (a page holds up to a thousand of them, so
-/// no intermediate string per event).
-#[allow(clippy::too_many_arguments)]
-fn push_event(
-    out: &mut String,
-    run_id_json: &str,
-    seq: i64,
-    event_type: &str,
-    payload: &str,
-    payload_ref: Option<&str>,
-    idempotency_key: Option<&str>,
-    created_at: i64,
-) {
-    let opt = |out: &mut String, v: Option<&str>| match v {
-        Some(v) => push_json_str(out, v),
-        None => out.push_str("null"),
-    };
-    out.push_str(r#"{"runId":"#);
-    out.push_str(run_id_json);
-    out.push_str(r#","seq":"#);
-    push_int(out, seq);
-    out.push_str(r#","offset":""#);
-    push_int(out, seq);
-    out.push_str(r#"","eventType":"#);
-    push_json_str(out, event_type);
-    out.push_str(r#","payload":"#);
-    out.push_str(payload);
-    out.push_str(r#","payloadRef":"#);
-    opt(out, payload_ref);
-    out.push_str(r#","idempotencyKey":"#);
-    opt(out, idempotency_key);
-    out.push_str(r#","createdAt":"#);
-    push_int(out, created_at);
-    out.push('}');
-}
-
-/// Appends the decimal digits of `n` (what `Display` gives, without the `fmt` machinery,
-/// which was a tenth of a page's instructions at three numbers per event).
-fn push_int(out: &mut String, n: i64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut v = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        out.push('-');
-    }
-    out.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

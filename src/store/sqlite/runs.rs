@@ -28,9 +28,9 @@ pub fn create(conn: &Connection, ns: &str, doc: RunDoc) -> Result<StoreOutput, S
         doc.agent_id,
         doc.run_id,
         doc.turn_number,
-        doc.json
+        doc.json.as_str()
     ]) {
-        Ok(_) => Ok(Some(doc.json)),
+        Ok(_) => Ok(Some(doc.json.into_string())),
         Err(e) if is_constraint(&e) => Err(StoreError::AlreadyExists(format!(
             "run {} already exists for agent {}",
             doc.run_id, doc.agent_id
@@ -48,7 +48,7 @@ pub fn update(conn: &Connection, ns: &str, doc: RunDoc) -> Result<StoreOutput, S
         doc.agent_id,
         doc.run_id,
         doc.turn_number,
-        doc.json
+        doc.json.as_str()
     ])? == 0
     {
         return Err(StoreError::NotFound(format!(
@@ -56,7 +56,7 @@ pub fn update(conn: &Connection, ns: &str, doc: RunDoc) -> Result<StoreOutput, S
             doc.run_id, doc.agent_id
         )));
     }
-    Ok(Some(doc.json))
+    Ok(Some(doc.json.into_string()))
 }
 
 /// Deletes the matching runs and their events (JSONL-store semantics). Idempotent.

@@ -1,6 +1,6 @@
 //! `memory`: a small persistent key/value notebook per agent, so an agent can keep notes
-//! across runs (and across daemon restarts). Notes live in the daemon's SQLite database
-//! (`memory_notes`), keyed by the token's namespace and the agent id; deleting the agent
+//! across runs (and across daemon restarts). Notes live in the daemon's store (through its
+//! [`ToolData`]), keyed by the token's namespace and the agent id; deleting the agent
 //! through the store deletes its notes.
 //!
 //! Actions: `set` (key, value; overwrites), `get` (key), `list` (optional prefix), `delete`
@@ -10,13 +10,11 @@
 //! key beyond that is an error result telling the model to delete something first).
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
 
-use crate::store::sqlite::SqliteStore;
-use crate::store::StoreError;
+use crate::store::tool_data::{NoteSet, ToolData};
+use crate::store::{Namespace, Store, StoreError};
 use crate::tools::{BoxFuture, Tool, ToolContext, ToolError};
 
 pub const NAME: &str = "memory";
@@ -26,12 +24,12 @@ pub const MAX_NOTES: usize = 256;
 
 /// The `memory` tool.
 pub struct Memory {
-    store: Option<Arc<SqliteStore>>,
+    store: Option<Arc<dyn Store>>,
 }
 
 impl Memory {
     /// `None` declares the tool without serving it (every call is an error result).
-    pub fn new(store: Option<Arc<SqliteStore>>) -> Self {
+    pub fn new(store: Option<Arc<dyn Store>>) -> Self {
         Memory { store }
     }
 }
@@ -120,18 +118,13 @@ impl Tool for Memory {
             let store = self.store.as_ref().ok_or_else(|| {
                 ToolError::failed("the memory tool is not connected to a database in this process")
             })?;
-            run(
-                store,
-                ctx.namespace.as_str().to_string(),
-                ctx.agent_id,
-                action,
-            )
-            .await
-            .map_err(|e| {
-                tracing::error!(target: "callbackd::tools", tool = NAME, error = %e,
+            run(store.tool_data(), &ctx.namespace, &ctx.agent_id, action)
+                .await
+                .map_err(|e| {
+                    tracing::error!(target: "callbackd::tools", tool = NAME, error = %e,
                         "memory store call failed");
-                ToolError::failed(format!("the notebook could not be read or written: {e}"))
-            })?
+                    ToolError::failed(format!("the notebook could not be read or written: {e}"))
+                })?
         })
     }
 }
@@ -139,120 +132,52 @@ impl Tool for Memory {
 /// Runs an action. The outer error is the store failing; the inner one a refusal the model
 /// should see (a full notebook).
 async fn run(
-    store: &SqliteStore,
-    ns: String,
-    agent: String,
+    data: &dyn ToolData,
+    ns: &Namespace,
+    agent: &str,
     action: Action,
 ) -> Result<Result<Value, ToolError>, StoreError> {
-    match action {
+    Ok(Ok(match action {
         Action::Set { key, value } => {
-            store
-                .write_with(move |conn| {
-                    let exists: bool = conn
-                    .prepare_cached(
-                        "SELECT 1 FROM memory_notes WHERE ns = ?1 AND agent_id = ?2 AND key = ?3",
-                    )?
-                    .query_row(params![ns, agent, key], |_| Ok(()))
-                    .optional()?
-                    .is_some();
-                    let count = note_count(conn, &ns, &agent)?;
-                    if !exists && count >= MAX_NOTES {
-                        return Ok(Err(ToolError::failed(format!(
-                            "the notebook is full ({MAX_NOTES} notes); delete a note you no \
-                             longer need, or overwrite one, before saving {key:?}"
-                        ))));
-                    }
-                    conn.prepare_cached(
-                        "INSERT INTO memory_notes (ns, agent_id, key, value, updated_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) \
-                         ON CONFLICT (ns, agent_id, key) \
-                         DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                    )?
-                    .execute(params![ns, agent, key, value, now_ms()])?;
-                    let notes = if exists { count } else { count + 1 };
-                    Ok(Ok(json!({
-                        "key": key, "saved": true, "replaced": exists,
-                        "notes": notes, "maxNotes": MAX_NOTES
-                    })))
-                })
-                .await
+            match data.memory_set(ns, agent, &key, &value, MAX_NOTES).await? {
+                NoteSet::Full => {
+                    return Ok(Err(ToolError::failed(format!(
+                        "the notebook is full ({MAX_NOTES} notes); delete a note you no \
+                     longer need, or overwrite one, before saving {key:?}"
+                    ))))
+                }
+                NoteSet::Saved { replaced, notes } => json!({
+                    "key": key, "saved": true, "replaced": replaced,
+                    "notes": notes, "maxNotes": MAX_NOTES
+                }),
+            }
         }
-        Action::Get { key } => {
-            store
-                .read_with(move |conn| {
-                    let row = conn
-                        .prepare_cached(
-                            "SELECT value, updated_at FROM memory_notes \
-                             WHERE ns = ?1 AND agent_id = ?2 AND key = ?3",
-                        )?
-                        .query_row(params![ns, agent, key], |r| {
-                            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-                        })
-                        .optional()?;
-                    Ok(Ok(match row {
-                        Some((value, updated_at)) => json!({
-                            "key": key, "found": true, "value": value, "updatedAt": updated_at
-                        }),
-                        None => json!({"key": key, "found": false}),
-                    }))
-                })
-                .await
-        }
+        Action::Get { key } => match data.memory_get(ns, agent, &key).await? {
+            Some(note) => json!({
+                "key": key, "found": true, "value": note.value, "updatedAt": note.updated_at
+            }),
+            None => json!({"key": key, "found": false}),
+        },
         Action::List { prefix } => {
-            store
-                .read_with(move |conn| {
-                    let mut stmt = conn.prepare_cached(
-                        "SELECT key, length(value), updated_at FROM memory_notes \
-                         WHERE ns = ?1 AND agent_id = ?2 AND substr(key, 1, length(?3)) = ?3 \
-                         ORDER BY key",
-                    )?;
-                    let notes = stmt
-                        .query_map(params![ns, agent, prefix], |r| {
-                            Ok(json!({
-                                "key": r.get::<_, String>(0)?,
-                                "chars": r.get::<_, i64>(1)?,
-                                "updatedAt": r.get::<_, i64>(2)?,
-                            }))
-                        })?
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Ok(Ok(json!({
-                        "count": notes.len(), "maxNotes": MAX_NOTES, "notes": notes
-                    })))
-                })
-                .await
+            let notes: Vec<Value> = data
+                .memory_list(ns, agent, &prefix)
+                .await?
+                .into_iter()
+                .map(|n| json!({"key": n.key, "chars": n.chars, "updatedAt": n.updated_at}))
+                .collect();
+            json!({"count": notes.len(), "maxNotes": MAX_NOTES, "notes": notes})
         }
         Action::Delete { key } => {
-            store
-                .write_with(move |conn| {
-                    let n = conn
-                        .prepare_cached(
-                            "DELETE FROM memory_notes WHERE ns = ?1 AND agent_id = ?2 AND key = ?3",
-                        )?
-                        .execute(params![ns, agent, key])?;
-                    Ok(Ok(json!({"key": key, "deleted": n > 0})))
-                })
-                .await
+            let deleted = data.memory_delete(ns, agent, &key).await?;
+            json!({"key": key, "deleted": deleted})
         }
-    }
-}
-
-fn note_count(conn: &rusqlite::Connection, ns: &str, agent: &str) -> Result<usize, StoreError> {
-    let n: i64 = conn
-        .prepare_cached("SELECT count(*) FROM memory_notes WHERE ns = ?1 AND agent_id = ?2")?
-        .query_row(params![ns, agent], |r| r.get(0))?;
-    Ok(usize::try_from(n).unwrap_or(usize::MAX))
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::sqlite::SqliteOptions;
+    use crate::store::sqlite::{SqliteOptions, SqliteStore};
     use tokio::time::{Duration, Instant};
 
     async fn call(tool: &Memory, agent: &str, args: Value) -> Result<Value, ToolError> {

@@ -9,13 +9,13 @@ pub mod memory;
 use std::sync::Arc;
 
 use super::Tool;
-use crate::store::sqlite::SqliteStore;
+use crate::store::Store;
 
 /// The names of the built-in tools.
 pub const NAMES: &[&str] = &[echo::NAME, memory::NAME];
 
 /// Every built-in tool. Without a store (e.g. for `tools export`), `memory` is still
 /// declared but answers every call with an error.
-pub fn builtins(store: Option<Arc<SqliteStore>>) -> Vec<Arc<dyn Tool>> {
+pub fn builtins(store: Option<Arc<dyn Store>>) -> Vec<Arc<dyn Tool>> {
     vec![Arc::new(echo::Echo), Arc::new(memory::Memory::new(store))]
 }

@@ -1,0 +1,191 @@
+//! Live followers across daemons: every appending transaction sends one `NOTIFY` on
+//! [`CHANNEL`] carrying ids only (schema, namespace, run id, seq, and the sending daemon's
+//! instance id, well under PostgreSQL's 8000-byte payload cap), and each daemon keeps one
+//! connection of its own, outside the pool, that `LISTEN`s and turns other daemons'
+//! notifications into [`StoreNotice::Remote`]. The daemon's own appends are announced
+//! locally right after their commit and skipped here.
+//!
+//! A notification is delivered only to connections listening when it commits, so after the
+//! listening connection is lost and re-established every follower gets a
+//! [`StoreNotice::Resync`] and re-reads what it follows.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde::Deserialize;
+use tokio::sync::broadcast;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use super::records::LISTENER_APP;
+use crate::store::json::{json_str, push_int};
+use crate::store::{EventAppended, Namespace, StoreNotice};
+
+/// The notification channel (database-wide; the payload names the schema).
+pub const CHANNEL: &str = "callbackd_events";
+
+/// Payloads longer than this (a run id of kilobytes) announce "re-read everything".
+const MAX_PAYLOAD: usize = 7900;
+
+/// The payload of an append's notification.
+pub fn payload(instance: &str, schema: &str, notice: &EventAppended) -> String {
+    let mut p = String::with_capacity(96 + notice.run_id.len());
+    p.push_str(r#"{"i":"#);
+    p.push_str(&json_str(instance));
+    p.push_str(r#","s":"#);
+    p.push_str(&json_str(schema));
+    let head = p.len();
+    p.push_str(r#","ns":"#);
+    p.push_str(&json_str(notice.ns.as_str()));
+    p.push_str(r#","r":"#);
+    p.push_str(&json_str(&notice.run_id));
+    p.push_str(r#","q":"#);
+    push_int(&mut p, i64::try_from(notice.seq).unwrap_or(i64::MAX));
+    p.push('}');
+    if p.len() > MAX_PAYLOAD {
+        p.truncate(head);
+        p.push_str(r#","all":true}"#);
+    }
+    p
+}
+
+#[derive(Deserialize)]
+struct Payload {
+    i: String,
+    s: String,
+    #[serde(default)]
+    ns: String,
+    #[serde(default)]
+    r: String,
+    #[serde(default)]
+    q: u64,
+    #[serde(default)]
+    all: bool,
+}
+
+/// What a notification means to this daemon, if anything.
+fn decode(raw: &str, instance: &str, schema: &str) -> Option<StoreNotice> {
+    let p: Payload = serde_json::from_str(raw).ok()?;
+    if p.i == instance || p.s != schema {
+        return None;
+    }
+    Some(if p.all {
+        StoreNotice::Resync
+    } else {
+        StoreNotice::Remote(EventAppended {
+            ns: Namespace::new(&p.ns),
+            run_id: p.r,
+            seq: p.q,
+        })
+    })
+}
+
+/// The listening side: connects, `LISTEN`s, forwards notices; on any failure reconnects
+/// with backoff and sends [`StoreNotice::Resync`] once it listens again. `ready` is told
+/// when the first `LISTEN` is in place (or why it failed).
+pub async fn run(
+    mut cfg: tokio_postgres::Config,
+    instance: String,
+    schema: String,
+    events: broadcast::Sender<StoreNotice>,
+    ready: tokio::sync::oneshot::Sender<Result<(), tokio_postgres::Error>>,
+) {
+    cfg.application_name(format!("{LISTENER_APP} {instance}"));
+    cfg.keepalives_idle(Duration::from_secs(30));
+    let mut ready = Some(ready);
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match listen_once(&cfg, &instance, &schema, &events, &mut ready).await {
+            Ok(()) => backoff = Duration::from_millis(50),
+            Err(e) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+                tracing::warn!(error = %e, "the PostgreSQL listener connection failed; reconnecting");
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// One listening connection, until it breaks. `Ok` after it had been listening.
+async fn listen_once(
+    cfg: &tokio_postgres::Config,
+    instance: &str,
+    schema: &str,
+    events: &broadcast::Sender<StoreNotice>,
+    ready: &mut Option<tokio::sync::oneshot::Sender<Result<(), tokio_postgres::Error>>>,
+) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = cfg.connect(NoTls).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(n)) => {
+                    if tx.send(n.payload().to_string()).is_err() {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "the PostgreSQL listener connection broke");
+                    break;
+                }
+            }
+        }
+    });
+    let listening = client.batch_execute(&format!("LISTEN {CHANNEL}")).await;
+    if let Err(e) = listening {
+        driver.abort();
+        return Err(e);
+    }
+    match ready.take() {
+        Some(ready) => {
+            let _ = ready.send(Ok(()));
+        }
+        // Back after a loss: whatever was announced meanwhile was not heard.
+        None => {
+            tracing::info!("the PostgreSQL listener is back; followers re-read");
+            let _ = events.send(StoreNotice::Resync);
+        }
+    }
+    while let Some(raw) = rx.recv().await {
+        if let Some(notice) = decode(&raw, instance, schema) {
+            let _ = events.send(notice);
+        }
+    }
+    drop(client);
+    let _ = driver.await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_carry_ids_and_stay_under_the_cap() {
+        let notice = EventAppended {
+            ns: Namespace::default(),
+            run_id: "run-\"1".into(),
+            seq: 42,
+        };
+        let p = payload("me", "public", &notice);
+        assert_eq!(decode(&p, "me", "public"), None, "own notices are skipped");
+        assert_eq!(decode(&p, "other", "elsewhere"), None, "other schemas too");
+        assert_eq!(
+            decode(&p, "other", "public"),
+            Some(StoreNotice::Remote(notice))
+        );
+        let long = EventAppended {
+            ns: Namespace::default(),
+            run_id: "r".repeat(10_000),
+            seq: 1,
+        };
+        let p = payload("me", "public", &long);
+        assert!(p.len() < 200, "{p}");
+        assert_eq!(decode(&p, "other", "public"), Some(StoreNotice::Resync));
+    }
+}

@@ -1,0 +1,535 @@
+//! [`PgStore`]: the store on a PostgreSQL database, which several daemons (on several
+//! hosts) can share. Same calls, same answers, byte for byte, as the SQLite backend: the
+//! output shapes are the shared ones of `store/`, and tests/api runs against both.
+//!
+//! Every call runs on the store's own small runtime, where the pool's connections live
+//! (see [`PgStore::connect`]). A write is one transaction, acknowledged only after its commit;
+//! a serialization failure or deadlock is rolled back and run again, up to
+//! [`MAX_ATTEMPTS`] times, and never answered as `internal`.
+
+mod agents;
+mod approvals;
+mod cascade;
+mod check;
+mod checkpoints;
+mod db;
+mod error;
+mod keyset;
+mod listen;
+mod memory;
+pub mod migrate;
+mod records;
+mod run_events;
+mod runs;
+pub mod transfer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio::sync::broadcast;
+use tokio_postgres::NoTls;
+
+use super::{
+    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
+    ToolData,
+};
+use crate::secret::Secret;
+use db::Db;
+use error::Fail;
+
+/// How often a call that hit a serialization failure or deadlock is tried in all.
+pub const MAX_ATTEMPTS: u32 = 8;
+
+/// How to open a [`PgStore`].
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// `postgres://user:password@host:port/database?...` (libpq URL or key=value form).
+    pub url: Secret,
+    /// The schema the tables live in (created if missing); `None`: the server's default
+    /// (`public`, normally).
+    pub schema: Option<String>,
+    pub pool_size: usize,
+    pub connect_timeout: Duration,
+    /// Server-side limit of one statement; zero: none.
+    pub statement_timeout: Duration,
+    /// Off for transaction-mode poolers (see `db`).
+    pub prepared_statements: bool,
+    pub max_page_size: usize,
+}
+
+impl PgOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        PgOptions {
+            url: Secret::new(url.into()),
+            schema: None,
+            pool_size: 16,
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(30),
+            prepared_statements: true,
+            max_page_size: 1000,
+        }
+    }
+}
+
+/// Why the store could not be opened. Messages carry the URL without its password.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("store.url {url} is not a valid PostgreSQL URL: {source}")]
+    Url {
+        url: String,
+        source: tokio_postgres::Error,
+    },
+    #[error("cannot connect to PostgreSQL at {url} (is the server running and reachable, and are user, password and database right?)")]
+    Connect {
+        url: String,
+        source: deadpool_postgres::PoolError,
+    },
+    #[error("cannot set up the PostgreSQL connection pool for {url}: {detail}")]
+    Pool { url: String, detail: String },
+    #[error("PostgreSQL at {url}")]
+    Migrate {
+        url: String,
+        source: migrate::MigrateError,
+    },
+    #[error("cannot start the PostgreSQL store's threads")]
+    Runtime(#[source] std::io::Error),
+    #[error("PostgreSQL at {url}: the listening connection (LISTEN {channel}) failed", channel = listen::CHANNEL)]
+    Listen {
+        url: String,
+        source: tokio_postgres::Error,
+    },
+    #[error("PostgreSQL at {url}: reading the current schema failed")]
+    Schema {
+        url: String,
+        source: tokio_postgres::Error,
+    },
+}
+
+/// The PostgreSQL store. Cheap to share behind an `Arc`.
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    /// This daemon's id in notifications (its own are not heard back) and in the shared
+    /// tables (the owner of its tool call records).
+    instance: String,
+    /// Stops the listener when the store goes.
+    listener: Option<tokio::task::JoinHandle<()>>,
+    prepared: bool,
+    /// The runtime every database task runs on.
+    handle: tokio::runtime::Handle,
+    /// That runtime, owned by the store (shut down in the background when it goes).
+    runtime: Option<tokio::runtime::Runtime>,
+    events: broadcast::Sender<StoreNotice>,
+    max_page_size: usize,
+    schema: String,
+}
+
+impl PgStore {
+    /// Connects, creates the schema if needed and applies the missing migrations. Must be
+    /// called on the runtime that will run the store (the daemon's main runtime).
+    pub async fn open(opts: &PgOptions) -> Result<PgStore, OpenError> {
+        Self::connect(opts, true).await
+    }
+
+    /// [`open`](Self::open), optionally without migrating (`callbackd check` changes
+    /// nothing).
+    ///
+    /// The store gets a small runtime of its own: the pool's connections, the listener and
+    /// every call run there, so neither the connection threads' runtimes (which come and
+    /// go) nor a plugin tool that blocks a worker of the main runtime can stall them.
+    pub async fn connect(opts: &PgOptions, migrate: bool) -> Result<PgStore, OpenError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("callbackd-pg")
+            .enable_all()
+            .build()
+            .map_err(OpenError::Runtime)?;
+        let opts = opts.clone();
+        let opened = runtime
+            .spawn(async move { Self::open_here(&opts, migrate).await })
+            .await
+            .map_err(|e| OpenError::Runtime(std::io::Error::other(e.to_string())))
+            .and_then(|r| r);
+        let mut inner = match opened {
+            Ok(inner) => inner,
+            Err(e) => {
+                // Dropped here, inside the caller's runtime, it would block and panic.
+                runtime.shutdown_background();
+                return Err(e);
+            }
+        };
+        inner.runtime = Some(runtime);
+        Ok(PgStore {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Opens on the current runtime, which becomes the store's.
+    async fn open_here(opts: &PgOptions, migrate: bool) -> Result<Inner, OpenError> {
+        let url = redact_url(opts.url.expose());
+        let mut cfg: tokio_postgres::Config =
+            opts.url.expose().parse().map_err(|source| OpenError::Url {
+                url: url.clone(),
+                source,
+            })?;
+        cfg.connect_timeout(opts.connect_timeout);
+        if cfg.get_application_name().is_none() {
+            cfg.application_name("callbackd");
+        }
+        let mut options = cfg.get_options().unwrap_or_default().to_string();
+        if !opts.statement_timeout.is_zero() {
+            options.push_str(&format!(
+                " -c statement_timeout={}",
+                opts.statement_timeout.as_millis()
+            ));
+        }
+        if let Some(schema) = &opts.schema {
+            options.push_str(&format!(" -c search_path={schema}"));
+        }
+        if !options.trim().is_empty() {
+            cfg.options(options.trim());
+        }
+        let listen_cfg = cfg.clone();
+        let manager = Manager::from_config(
+            cfg,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(opts.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(opts.connect_timeout))
+            .create_timeout(Some(opts.connect_timeout))
+            .recycle_timeout(Some(opts.connect_timeout))
+            .build()
+            .map_err(|e| OpenError::Pool {
+                url: url.clone(),
+                detail: e.to_string(),
+            })?;
+        let mut client = pool.get().await.map_err(|source| OpenError::Connect {
+            url: url.clone(),
+            source,
+        })?;
+        let schema = match &opts.schema {
+            Some(s) => s.clone(),
+            None => client
+                .query_one("SELECT current_schema()", &[])
+                .await
+                .map_err(|source| OpenError::Schema {
+                    url: url.clone(),
+                    source,
+                })?
+                .get::<_, Option<String>>(0)
+                .unwrap_or_else(|| "public".into()),
+        };
+        if migrate {
+            migrate::migrate(&mut client, &schema)
+                .await
+                .map_err(|source| OpenError::Migrate {
+                    url: url.clone(),
+                    source,
+                })?;
+        }
+        drop(client);
+        let (events, _) = broadcast::channel(1024);
+        let instance = crate::secret::Secret::generate()
+            .map(|s| s.expose()[..16].to_string())
+            .unwrap_or_else(|_| format!("{}-{:?}", std::process::id(), std::time::Instant::now()));
+        let listener = if migrate {
+            let (ready, is_ready) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(listen::run(
+                listen_cfg,
+                instance.clone(),
+                schema.clone(),
+                events.clone(),
+                ready,
+            ));
+            match is_ready.await {
+                Ok(Ok(())) => Some(task),
+                Ok(Err(source)) => return Err(OpenError::Listen { url, source }),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        Ok(Inner {
+            pool,
+            instance,
+            listener,
+            prepared: opts.prepared_statements,
+            handle: tokio::runtime::Handle::current(),
+            runtime: None,
+            events,
+            max_page_size: opts.max_page_size.max(1),
+            schema,
+        })
+    }
+
+    /// Runs `f` in a transaction of its own on the store's runtime, retried on conflicts.
+    fn run_tx<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(Db<'c>) -> BoxFuture<'c, Result<T, Fail>> + Send + Sync + 'static,
+    {
+        let inner = self.inner.clone();
+        self.spawn(async move {
+            inner
+                .retrying(|| async {
+                    let mut client = inner.pool.get().await?;
+                    let tx = client.transaction().await?;
+                    let out = f(Db::tx(&tx, inner.prepared)).await?;
+                    tx.commit().await?;
+                    Ok(out)
+                })
+                .await
+        })
+    }
+
+    /// Runs `f` on a pooled connection (no transaction) on the store's runtime.
+    fn run_read<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(Db<'c>) -> BoxFuture<'c, Result<T, Fail>> + Send + Sync + 'static,
+    {
+        let inner = self.inner.clone();
+        self.spawn(async move {
+            inner
+                .retrying(|| async {
+                    let client = inner.pool.get().await?;
+                    f(Db::client(&client, inner.prepared)).await
+                })
+                .await
+        })
+    }
+
+    fn spawn<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> BoxFuture<'_, Result<T, StoreError>> {
+        let task = self.inner.handle.spawn(fut);
+        Box::pin(async move {
+            task.await
+                .map_err(|e| StoreError::Internal(format!("store task failed: {e}")))?
+        })
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
+        }
+        if let Some(runtime) = self.runtime.take() {
+            // May run inside another runtime's task, where a blocking shutdown panics.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Inner {
+    /// Runs `attempt` until it succeeds, fails for good, or [`MAX_ATTEMPTS`] conflicts.
+    async fn retrying<T, Fut>(&self, attempt: impl Fn() -> Fut) -> Result<T, StoreError>
+    where
+        Fut: std::future::Future<Output = Result<T, Fail>>,
+    {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match attempt().await {
+                Ok(v) => return Ok(v),
+                Err(e)
+                    if tries < MAX_ATTEMPTS && (e.is_conflict() || run_events::is_key_race(&e)) =>
+                {
+                    tracing::debug!(tries, error = ?e, "store transaction conflicted; running it again");
+                    // 1, 2, 4, ... ms, plus jitter, so that the parties of a deadlock do
+                    // not collide again in step.
+                    let jitter = u64::from(std::process::id() ^ tries) % 3;
+                    tokio::time::sleep(Duration::from_millis((1 << tries.min(6)) + jitter)).await;
+                }
+                Err(e) => return Err(e.into_store_error()),
+            }
+        }
+    }
+
+    async fn call_once(
+        &self,
+        ns: &Namespace,
+        call: &StoreCall,
+    ) -> Result<(StoreOutput, Option<EventAppended>), Fail> {
+        if !call.is_write() {
+            let client = self.pool.get().await?;
+            let db = Db::client(&client, self.prepared);
+            return Ok((read(&db, ns.as_str(), call).await?, None));
+        }
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let db = Db::tx(&tx, self.prepared);
+        let (output, notice) = write(&db, ns, call).await?;
+        if let Some(notice) = &notice {
+            // Once per appending transaction, ids only; delivered at commit.
+            let payload = listen::payload(&self.instance, &self.schema, notice);
+            db.execute(
+                "SELECT pg_notify($1, $2)",
+                &[
+                    (&listen::CHANNEL, tokio_postgres::types::Type::TEXT),
+                    (&payload, tokio_postgres::types::Type::TEXT),
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok((output, notice))
+    }
+}
+
+impl Store for PgStore {
+    fn call(
+        &self,
+        ns: &Namespace,
+        call: StoreCall,
+    ) -> BoxFuture<'_, Result<StoreOutput, StoreError>> {
+        let ns = ns.clone();
+        let call = call.clamp(self.inner.max_page_size);
+        let inner = self.inner.clone();
+        self.spawn(async move {
+            let (output, notice) = inner.retrying(|| inner.call_once(&ns, &call)).await?;
+            if let Some(notice) = notice {
+                // No receivers is fine: nobody is following live.
+                let _ = inner.events.send(StoreNotice::Appended(notice));
+            }
+            Ok(output)
+        })
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<StoreNotice> {
+        self.inner.events.subscribe()
+    }
+
+    fn tool_data(&self) -> &dyn ToolData {
+        self
+    }
+
+    fn run_records(self: Arc<Self>) -> Arc<dyn crate::store::RunRecords> {
+        self
+    }
+
+    fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
+        self
+    }
+}
+
+async fn read(db: &Db<'_>, ns: &str, call: &StoreCall) -> Result<StoreOutput, Fail> {
+    match call {
+        StoreCall::AgentsGet { agent_id } => agents::get(db, ns, agent_id).await,
+        StoreCall::AgentsList(f, p) => agents::list(db, ns, f, p).await,
+        StoreCall::RunsGet { agent_id, run_id } => runs::get(db, ns, agent_id, run_id).await,
+        StoreCall::RunsList(f, p) => runs::list(db, ns, f, p).await,
+        StoreCall::EventsList {
+            run_id,
+            after_seq,
+            limit,
+        } => run_events::list(db, ns, run_id, *after_seq, *limit).await,
+        StoreCall::CheckpointsGet { agent_id, blob_id } => {
+            checkpoints::get(db, ns, agent_id, blob_id).await
+        }
+        StoreCall::CheckpointsList(f, p) => checkpoints::list(db, ns, f, p).await,
+        write => Err(StoreError::Internal(format!("{} sent as a read", write.name())).into()),
+    }
+}
+
+async fn write(
+    db: &Db<'_>,
+    ns: &Namespace,
+    call: &StoreCall,
+) -> Result<(StoreOutput, Option<EventAppended>), Fail> {
+    let n = ns.as_str();
+    let output = match call {
+        StoreCall::EventsAppend(ev) => {
+            let appended = run_events::append(db, ns, ev).await?;
+            return Ok((Some(appended.doc), appended.notice));
+        }
+        StoreCall::AgentsCreate(doc) => agents::create(db, n, doc).await,
+        StoreCall::AgentsUpdate(doc) => agents::update(db, n, doc).await,
+        StoreCall::AgentsDelete(f) => agents::delete(db, n, f).await,
+        StoreCall::RunsCreate(doc) => runs::create(db, n, doc).await,
+        StoreCall::RunsUpdate(doc) => runs::update(db, n, doc).await,
+        StoreCall::RunsDelete(f) => runs::delete(db, n, f).await,
+        StoreCall::EventsDelete { run_ids } => cascade::delete_events(db, n, run_ids.as_deref())
+            .await
+            .map(|()| None),
+        StoreCall::CheckpointsCreate {
+            agent_id,
+            blob_id,
+            data,
+        } => checkpoints::create(db, n, agent_id, blob_id, data).await,
+        StoreCall::CheckpointsUpdate {
+            agent_id,
+            blob_id,
+            data,
+        } => checkpoints::update(db, n, agent_id, blob_id, data).await,
+        StoreCall::CheckpointsDelete(f) => checkpoints::delete(db, n, f).await,
+        read => {
+            return Err(StoreError::Internal(format!("{} sent as a write", read.name())).into())
+        }
+    }?;
+    Ok((output, None))
+}
+
+/// The URL with its password replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    // URL form: scheme://user:password@host
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| rest_start + i);
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                out.replace_range(rest_start + colon + 1..rest_start + at, "***");
+            }
+        }
+    }
+    // password=... in a query string or key=value form.
+    for key in ["password="] {
+        let mut from = 0;
+        while let Some(i) = out[from..].find(key) {
+            let start = from + i + key.len();
+            let end = out[start..]
+                .find(['&', ' '])
+                .map_or(out.len(), |j| start + j);
+            out.replace_range(start..end, "***");
+            from = start + 3;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact_url("postgres://u:s3cret@db:5432/x"),
+            "postgres://u:***@db:5432/x"
+        );
+        assert_eq!(
+            redact_url("postgresql://u@db/x?password=s3cret&sslmode=disable"),
+            "postgresql://u@db/x?password=***&sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("host=db user=u password=s3cret dbname=x"),
+            "host=db user=u password=*** dbname=x"
+        );
+        assert_eq!(redact_url("postgres://db/x"), "postgres://db/x");
+    }
+}
