@@ -28,6 +28,8 @@ pub(super) struct Bridge {
     /// When the group gets SIGKILL; set by the first stop signal.
     pub(super) kill_at: Option<Instant>,
     sent_term: bool,
+    /// Every signal forwarded so far, to tell a requested stop from a crash.
+    forwarded: Vec<Signal>,
     killed: bool,
     ready_file: Option<PathBuf>,
     /// The ready JSON, once the relay has seen it.
@@ -73,6 +75,7 @@ impl Bridge {
             stop_timeout,
             kill_at: None,
             sent_term: false,
+            forwarded: Vec::new(),
             killed: false,
             ready_file,
             ready,
@@ -100,8 +103,21 @@ impl Bridge {
             Err(e) => tracing::warn!(error = %e, "cannot signal the bridge"),
         }
         self.sent_term |= sig == Signal::SIGTERM;
+        if !self.forwarded.contains(&sig) {
+            self.forwarded.push(sig);
+        }
         self.kill_at
             .get_or_insert_with(|| Instant::now() + self.stop_timeout);
+    }
+
+    /// Whether signal number `sig` was forwarded to the group so far.
+    pub(super) fn was_forwarded(&self, sig: i32) -> bool {
+        self.forwarded.iter().any(|s| *s as i32 == sig)
+    }
+
+    /// Whether the group needed SIGKILL.
+    pub(super) fn was_killed(&self) -> bool {
+        self.killed
     }
 
     pub(super) fn kill(&mut self) {

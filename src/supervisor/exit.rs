@@ -13,6 +13,11 @@ pub enum BridgeExit {
     Code(i32),
     /// A signal ended it.
     Signal(i32),
+    /// A stop signal callbackd forwarded ended it, and the rest of its process group was gone
+    /// within the stop timeout, without SIGKILL: a clean stop on request. It is how the wheel's
+    /// `bin/cursor-sdk-bridge` ends on one, as `sh` does not handle SIGTERM (node, its child,
+    /// shuts down as it should); reporting it as 143 would look like a crash to a supervisor.
+    Stopped(i32),
 }
 
 impl BridgeExit {
@@ -25,7 +30,7 @@ impl BridgeExit {
     }
 
     pub fn success(self) -> bool {
-        self == BridgeExit::Code(0)
+        matches!(self, BridgeExit::Code(0) | BridgeExit::Stopped(_))
     }
 
     /// callbackd's own exit status: the bridge's, or 128 + the signal number, as shells do.
@@ -33,6 +38,7 @@ impl BridgeExit {
         let code = match self {
             BridgeExit::Code(code) => code,
             BridgeExit::Signal(sig) => 128 + sig,
+            BridgeExit::Stopped(_) => 0,
         };
         u8::try_from(code).unwrap_or(u8::MAX)
     }
@@ -55,6 +61,10 @@ impl fmt::Display for BridgeExit {
                 Ok(s) => write!(f, "the bridge was killed by {}", s.as_str()),
                 Err(_) => write!(f, "the bridge was killed by signal {sig}"),
             },
+            BridgeExit::Stopped(sig) => match Signal::try_from(sig) {
+                Ok(s) => write!(f, "the bridge stopped on the {} it was sent", s.as_str()),
+                Err(_) => write!(f, "the bridge stopped on the signal {sig} it was sent"),
+            },
         }
     }
 }
@@ -71,6 +81,8 @@ mod tests {
         assert!(BridgeExit::Code(0).into_result().is_ok());
         assert_eq!(BridgeExit::Code(3).exit_code(), 3);
         assert_eq!(BridgeExit::Signal(15).exit_code(), 143);
+        assert_eq!(BridgeExit::Stopped(15).exit_code(), 0);
+        assert!(BridgeExit::Stopped(15).into_result().is_ok());
         assert_eq!(
             BridgeExit::Signal(15).to_string(),
             "the bridge was killed by SIGTERM"

@@ -15,7 +15,9 @@
 //! 2. Once the bridge has exited (after a signal or on its own), what is left of its group gets
 //!    SIGTERM (unless it already had one) and SIGKILL when the stop timeout runs out.
 //! 3. The daemon stops accepting, drains in-flight callbacks and closes the store.
-//! 4. callbackd exits with the bridge's status, 128 + the signal number if a signal ended it.
+//! 4. callbackd exits with the bridge's status, 128 + the signal number if a signal ended it;
+//!    0 if what ended it was a stop signal callbackd forwarded and its group was gone without
+//!    SIGKILL (the `sh` wrapper's clean stop, see [`BridgeExit::Stopped`]).
 //!
 //! The bridge's stderr is relayed line by line, unchanged (adapters parse its
 //! `cursor-sdk-bridge ready {json}` line); its stdout is inherited; its stdin is `/dev/null`
@@ -203,10 +205,16 @@ pub async fn run(
             BridgeExit::Code(1)
         }
     };
-    tracing::info!(pid = bridge.pgid.as_raw(), "{exit}");
+    // Decided now: reaping the group below may forward a SIGTERM of its own.
+    let on_request = matches!(exit, BridgeExit::Signal(sig) if bridge.was_forwarded(sig));
 
     // 2. Stragglers: whatever is left of the bridge's process group.
     bridge.reap_group(&mut signals).await;
+    let exit = match exit {
+        BridgeExit::Signal(sig) if on_request && !bridge.was_killed() => BridgeExit::Stopped(sig),
+        exit => exit,
+    };
+    tracing::info!(pid = bridge.pgid.as_raw(), "{exit}");
     if let Some(watchdog) = watchdog {
         watchdog.release().await;
     }
