@@ -33,6 +33,8 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod connect;
+pub mod data_dir;
+pub mod error_chain;
 pub mod health;
 pub mod metrics;
 pub mod rpc;
