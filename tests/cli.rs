@@ -339,3 +339,17 @@ fn a_store_call_refused_after_naming_its_call_is_logged_under_that_call() {
     let line = daemon.wait_line("outcome=\"invalid_argument\"");
     assert!(line.contains("call=\"agents.get\""), "{line}");
 }
+
+#[test]
+fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
+    let w = World::new();
+    let out = w.run(&["follow", "some-run"]);
+    assert_eq!(out.status.code(), Some(1));
+    let looked = w.data_dir().join("callbackd.tokens");
+    assert!(
+        stderr(&out).contains(&looked.display().to_string()),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!w.data_dir().exists(), "nothing was created");
+}
