@@ -167,7 +167,15 @@ impl AppBuilder {
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
-        let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
+        let db = &config.store.path;
+        crate::data_dir::create_private(db).with_context(|| {
+            format!(
+                "cannot create the database's directory for {}",
+                db.display()
+            )
+        })?;
+        tracing::info!(path = %db.display(), "database");
+        let tokens = tokens::resolve(&config.auth, &config.api, db)?;
         let store = config.store.backend().open().await?;
         let records: Arc<dyn RunRecords> = store.clone().run_records();
         let approval_records = store.clone().approval_records();

@@ -46,6 +46,13 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A command that only reads the tokens (`bridge-args`) found no tokens file.
+    #[error(
+        "no tokens file at {path} (or none with the run API's tokens yet): the daemon writes \
+         them when it starts; start it with `callbackd serve` or `callbackd run -- <bridge>` (with \
+         the same --config/--db), or set the tokens in the environment or the config"
+    )]
+    NoTokens { path: PathBuf },
 }
 
 /// The daemon's configuration.
@@ -151,7 +158,8 @@ pub enum BackendKind {
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     pub backend: BackendKind,
-    /// The SQLite database file; with PostgreSQL, where the generated tokens file goes.
+    /// The SQLite database file, by default in the user's data directory (`data_dir`); with
+    /// PostgreSQL, where the generated tokens file goes.
     pub path: PathBuf,
     pub sync: SyncMode,
     pub max_page_size: usize,
@@ -174,7 +182,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             backend: BackendKind::Sqlite,
-            path: PathBuf::from("callbackd.db"),
+            path: crate::data_dir::default_db(),
             sync: SyncMode::Normal,
             max_page_size: 1000,
             busy_timeout_ms: 5000,
@@ -563,7 +571,12 @@ impl Config {
             )));
         }
         if self.store.path.as_os_str().is_empty() {
-            return Err(ConfigError::Invalid("store.path must not be empty".into()));
+            return Err(ConfigError::Invalid(
+                "store.path is empty, and there is no data directory for the default \
+                 (neither XDG_DATA_HOME nor HOME is set to an absolute path): pass --db or set \
+                 store.path"
+                    .into(),
+            ));
         }
         self.store.validate()?;
         if self.store.max_page_size == 0 {

@@ -33,6 +33,8 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod connect;
+pub mod data_dir;
+pub mod error_chain;
 pub mod health;
 pub mod metrics;
 pub mod rpc;
@@ -52,7 +54,4 @@ pub use config::Config;
 pub use store::{Namespace, Store, StoreCall, StoreError, StoreNotice};
 pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
 
-/// Generated protobuf messages of `proto/sdk/v1`.
-pub mod proto {
-    include!(concat!(env!("OUT_DIR"), "/sdk.v1.rs"));
-}
+pub mod proto;

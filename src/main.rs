@@ -5,7 +5,7 @@ use clap::Parser;
 
 use callbackd::bridge::{self, BridgeArgs};
 use callbackd::cli::{ArgsFormat, Cli, Command, ConfigArgs, ToolsCommand};
-use callbackd::config::{Config, EXAMPLE};
+use callbackd::config::{Config, ConfigError, EXAMPLE};
 use callbackd::{telemetry, tokens, App};
 
 fn main() -> std::process::ExitCode {
@@ -17,7 +17,8 @@ fn main() -> std::process::ExitCode {
             if let Some(exit) = e.downcast_ref::<callbackd::supervisor::BridgeExit>() {
                 return std::process::ExitCode::from(exit.exit_code());
             }
-            telemetry::stderr_line(format_args!("callbackd: error: {e:#}"));
+            let e = callbackd::error_chain::Chain(&e);
+            telemetry::stderr_line(format_args!("callbackd: error: {e}"));
             std::process::ExitCode::FAILURE
         }
     }
@@ -29,7 +30,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run_bridge(args),
         Command::BridgeArgs { config, format } => {
             let config = load(&config)?;
-            let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
+            // Never generated here: new tokens would be ones the running daemon rejects.
+            let tokens = tokens::find(&config.auth, &config.api, &config.store.path)?;
             let addr = config.server.listen_addr()?;
             anyhow::ensure!(
                 addr.port() != 0,
@@ -49,15 +51,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::CheckConfig(args) => {
             let config = load(&args)?;
-            let tokens = tokens::resolve(&config.auth, &config.api, &config.store.path)?;
-            drop(tokens);
+            let auth = &config.auth;
+            let explicit = (auth.store_token.is_some() || auth.store_token_file.is_some())
+                && (auth.tool_token.is_some() || auth.tool_token_file.is_some())
+                && (config.api.token.is_some() || config.api.token_file.is_some());
+            let tokens = match tokens::find(auth, &config.api, &config.store.path) {
+                Ok(_) if explicit => "set in the config or environment".to_string(),
+                Ok(_) => format!("{}", tokens::generated_path(&config.store.path).display()),
+                Err(ConfigError::NoTokens { path }) => {
+                    format!(
+                        "{} (not yet written: serve/run generate it)",
+                        path.display()
+                    )
+                }
+                Err(e) => return Err(e.into()),
+            };
             // Tool names, schemas and command blocks are checked when the registry is built.
             let tools = App::builder(config.clone()).tool_declarations()?;
             println!(
-                "config ok: listen {}, {}, sync {:?}, max body {} bytes, tools {}",
-                config.server.listen,
+                "config ok: listen {}, {}, sync {}, max body {} bytes, tools {}, tokens {tokens}",
+                as_toml(&config.server.listen),
                 config.store.backend().describe(),
-                config.store.sync,
+                as_toml(&config.store.sync),
                 config.server.max_body_bytes,
                 tools.as_object().map_or(0, |t| t.len())
             );
@@ -173,7 +188,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let config = load(&args)?;
             let addr = config.server.listen_addr()?;
             callbackd::health::probe(addr, std::time::Duration::from_secs(3))
-                .map_err(|e| anyhow::anyhow!("unhealthy: {e}"))
+                .map_err(|e| anyhow::anyhow!("unhealthy: {e}"))?;
+            // One line, so a person running it by hand sees it worked (exit 0 alone says so
+            // to a container runtime).
+            println!("healthy: {addr} answered /healthz");
+            Ok(())
         }
         Command::Watchdog {
             pgid,
@@ -244,6 +263,11 @@ fn block_on<T>(fut: impl std::future::Future<Output = T>) -> anyhow::Result<T> {
         .build()
         .context("starting the async runtime")?;
     Ok(runtime.block_on(fut))
+}
+
+/// A config value the way it is written in TOML (`"normal"`, not Rust's `Normal`).
+fn as_toml(value: &impl serde::Serialize) -> String {
+    toml::Value::try_from(value).map_or_else(|e| format!("<{e}>"), |v| v.to_string())
 }
 
 /// Configuration from file and environment, with the command-line overrides, validated.

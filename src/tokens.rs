@@ -40,11 +40,39 @@ struct Generated {
 }
 
 /// Resolves both tokens; generates and persists the missing ones if neither source names
-/// them.
+/// them. Only the daemon (`serve`, `run`) calls this; other commands [`find`] them.
 pub fn resolve(
     auth: &AuthConfig,
     api: &crate::api::config::ApiConfig,
     db: &Path,
+) -> Result<Tokens, ConfigError> {
+    resolve_with(auth, api, db, Missing::Generate)
+}
+
+/// The tokens the daemon of this configuration uses, for commands that only pass them on
+/// (`bridge-args`): the same sources as [`resolve`], but a missing tokens file (or run API
+/// tokens not yet added to it) is [`ConfigError::NoTokens`], never a new token the running
+/// daemon would reject.
+pub fn find(
+    auth: &AuthConfig,
+    api: &crate::api::config::ApiConfig,
+    db: &Path,
+) -> Result<Tokens, ConfigError> {
+    resolve_with(auth, api, db, Missing::Refuse)
+}
+
+/// What to do when the generated tokens file does not exist.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    Generate,
+    Refuse,
+}
+
+fn resolve_with(
+    auth: &AuthConfig,
+    api: &crate::api::config::ApiConfig,
+    db: &Path,
+    missing: Missing,
 ) -> Result<Tokens, ConfigError> {
     let store = explicit(&auth.store_token, &auth.store_token_file, "store_token")?;
     let tool = explicit(&auth.tool_token, &auth.tool_token_file, "tool_token")?;
@@ -60,8 +88,12 @@ pub fn resolve(
         },
         (s, t, a) => {
             let path = generated_path(db);
-            let mut g = generated(&path)?;
-            if g.api_token.is_none() || g.api_read_token.is_none() {
+            let mut g = generated(&path, missing)?;
+            if a.is_none() && g.api_token.is_none() && missing == Missing::Refuse {
+                return Err(ConfigError::NoTokens { path });
+            }
+            if missing == Missing::Generate && (g.api_token.is_none() || g.api_read_token.is_none())
+            {
                 add_api_tokens(&path, &mut g)?;
             }
             Tokens {
@@ -141,8 +173,9 @@ fn explicit(
     Ok(Some(token))
 }
 
-/// Reads the generated tokens file, creating it (mode 0600, never overwritten) if missing.
-fn generated(path: &Path) -> Result<Generated, ConfigError> {
+/// Reads the generated tokens file, creating it (mode 0600, never overwritten) if missing
+/// and `missing` allows.
+fn generated(path: &Path, missing: Missing) -> Result<Generated, ConfigError> {
     let err = |source| ConfigError::TokenFile {
         path: path.to_path_buf(),
         source,
@@ -154,9 +187,15 @@ fn generated(path: &Path) -> Result<Generated, ConfigError> {
                     tracing::warn!(path = %path.display(), "token file is readable by other users; chmod 600 it");
                 }
             }
+            tracing::info!(path = %path.display(), "callback tokens from the tokens file");
             return toml::from_str(&text).map_err(|e| {
                 ConfigError::Invalid(format!("token file {} is malformed: {e}", path.display()))
             });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && missing == Missing::Refuse => {
+            return Err(ConfigError::NoTokens {
+                path: path.to_path_buf(),
+            })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(err(e)),
@@ -188,7 +227,7 @@ fn generated(path: &Path) -> Result<Generated, ConfigError> {
     {
         Ok(f) => f,
         // Another process created it between our read and our create: use theirs.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return generated(path),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return generated(path, missing),
         Err(e) => return Err(err(e)),
     };
     file.write_all(text.as_bytes()).map_err(err)?;
@@ -219,6 +258,39 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn find_never_generates_and_reads_what_resolve_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let (auth, api) = (AuthConfig::default(), Default::default());
+        let err = find(&auth, &api, &db).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::NoTokens { path } if path == &dir.path().join("x.tokens"))
+        );
+        assert!(err.to_string().contains("callbackd serve"), "{err}");
+        assert!(!dir.path().join("x.tokens").exists());
+        let made = resolve(&auth, &api, &db).unwrap();
+        let found = find(&auth, &api, &db).unwrap();
+        assert_eq!((made.store, made.tool), (found.store, found.tool));
+        assert_eq!(made.api, found.api);
+    }
+
+    #[test]
+    fn find_does_not_add_run_api_tokens_to_an_older_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let file = dir.path().join("x.tokens");
+        let old = format!(
+            "store_token = \"{}\"\ntool_token = \"{}\"\n",
+            "s".repeat(20),
+            "t".repeat(20)
+        );
+        std::fs::write(&file, &old).unwrap();
+        let err = find(&AuthConfig::default(), &Default::default(), &db).unwrap_err();
+        assert!(matches!(err, ConfigError::NoTokens { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), old);
     }
 
     #[test]

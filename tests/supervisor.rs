@@ -481,13 +481,32 @@ fn behind_an_sh_wrapper_node_is_stopped_too_and_not_cut_short() {
     run.wait_line("cursor-sdk-bridge ready ");
     run.signal(Signal::SIGTERM);
     let (status, stderr) = run.wait_exit(Duration::from_secs(20));
-    // the wrapper itself dies of the SIGTERM: 128 + 15
-    assert_eq!(status.code(), Some(143), "{stderr}");
+    // the wrapper itself dies of the SIGTERM it was forwarded, node shuts down cleanly: a
+    // clean stop, 0 (not 128 + 15, which a supervisor would take for a crash)
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the bridge stopped on the SIGTERM it was sent"),
+        "{stderr}"
+    );
     assert!(
         run.path("done").exists(),
         "node got the TERM and finished shutting down after the wrapper died: {stderr}"
     );
     assert!(!stderr.contains("did not stop within"), "{stderr}");
+    assert_all_gone(&run, &["wrapper.pid", "node.pid", "kid.pid"]);
+}
+
+#[test]
+fn a_signal_callbackd_did_not_forward_still_reads_as_128_plus_n() {
+    let mut run = Run::start(Opts {
+        wrapper: true,
+        ..Opts::default()
+    });
+    run.wait_line("cursor-sdk-bridge ready ");
+    // someone else kills the wrapper: not a stop callbackd was asked for
+    kill(Pid::from_raw(run.pid("wrapper.pid")), Signal::SIGTERM).unwrap();
+    let (status, stderr) = run.wait_exit(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(143), "{stderr}");
     assert_all_gone(&run, &["wrapper.pid", "node.pid", "kid.pid"]);
 }
 

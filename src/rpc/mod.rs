@@ -9,6 +9,7 @@ mod call_log;
 pub mod codec;
 pub mod store;
 pub mod tools;
+mod unknown_field;
 
 use std::any::Any;
 use std::sync::Arc;

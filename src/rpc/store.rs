@@ -1,5 +1,6 @@
 //! `CallStore`: `{substore, method, input}` -> [`StoreCall`] -> [`Store`] -> `{output}`.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -15,14 +16,17 @@ use serde_json::value::RawValue;
 
 use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
+use super::unknown_field::unknown_field;
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallStoreRequest, CallStoreResponse};
 use crate::store::{Namespace, StoreCall, StoreOutput};
 
-/// The request as the JSON codec carries it; `input` stays raw JSON text.
+/// The request as the JSON codec carries it; `input` stays raw JSON text. An unknown field
+/// is refused, naming it (see `unknown_field`).
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct JsonRequest<'a> {
     #[serde(default)]
     substore: Option<String>,
@@ -39,7 +43,7 @@ pub async fn call_store(
     body: Body,
 ) -> Response {
     let mut log = CallLog::start(StoreLine {
-        call: "?",
+        call: Cow::Borrowed("?"),
         metrics: &state.metrics,
     });
     match handle(&state, &ns, &headers, body, &mut log).await {
@@ -57,21 +61,22 @@ pub async fn call_store(
 
 /// The store's log line: the call (`runEvents.append`), never its input; and its metrics.
 struct StoreLine<'a> {
-    call: &'static str,
+    call: CallName,
     metrics: &'a Metrics,
 }
 
 impl CallFields for StoreLine<'_> {
     fn write(&self, outcome: &'static str, latency: Duration, error: Option<&str>) {
+        // A metric label is one of the calls there are, never a name as sent.
         let call = match self.call {
-            "?" => crate::metrics::UNDECODED,
-            call => call,
+            Cow::Borrowed(call) if call != "?" => call,
+            _ => crate::metrics::UNDECODED,
         };
         self.metrics.store_call(call, outcome, latency);
         // An `Option` field is left out of the line when `None`.
         tracing::info!(
             target: "callbackd::store",
-            call = self.call,
+            call = &*self.call,
             outcome,
             latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             error = error.map(tracing::field::display)
@@ -87,8 +92,7 @@ async fn handle(
     log: &mut CallLog<StoreLine<'_>>,
 ) -> Result<Response, ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
-    let call = decode_request(req.codec, &req.body)?;
-    log.fields.call = call.name();
+    let call = decode_named(req.codec, &req.body, &mut log.fields.call)?;
     let fut = state.store.call(ns, call);
     let output = match req.timeout {
         None => fut.await?,
@@ -108,13 +112,22 @@ async fn handle(
 /// Decodes a `CallStore` request body into a typed call. Every failure is a client
 /// mistake (`invalid_argument`); public so the property tests can drive it directly.
 pub fn decode_request(codec: Codec, body: &[u8]) -> Result<StoreCall, ConnectError> {
+    decode_named(codec, body, &mut Cow::Borrowed("?"))
+}
+
+/// [`decode_request`], also setting `call` to the call the request names (see [`CallName`]).
+pub fn decode_named(
+    codec: Codec,
+    body: &[u8],
+    call: &mut CallName,
+) -> Result<StoreCall, ConnectError> {
     match codec {
-        Codec::Json => parse_json(body),
-        Codec::Proto => parse_proto(body),
+        Codec::Json => parse_json(body, call),
+        Codec::Proto => parse_proto(body, call),
     }
 }
 
-fn parse_json(body: &[u8]) -> Result<StoreCall, ConnectError> {
+fn parse_json(body: &[u8], call: &mut CallName) -> Result<StoreCall, ConnectError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| ConnectError::invalid_argument("request body is not valid UTF-8"))?;
     let text = if text.trim().is_empty() { "{}" } else { text };
@@ -125,10 +138,22 @@ fn parse_json(body: &[u8]) -> Result<StoreCall, ConnectError> {
     }
     check_json_text(text.as_bytes()).map_err(ConnectError::invalid_argument)?;
     let req: JsonRequest<'_> = serde_json::from_str(text).map_err(|e| {
-        ConnectError::invalid_argument(format!("invalid JSON for sdk.v1.CallStoreRequest: {e}"))
+        let message = e.to_string();
+        match serde_unknown_field(&message) {
+            Some(field) => unknown_field(REQUEST, field, &["substore", "method", "input"]),
+            None => ConnectError::invalid_argument(format!("invalid JSON for {REQUEST}: {e}")),
+        }
     })?;
     let input = req.input.map_or("{}", |raw| raw.get());
-    to_call(req.substore, req.method, input)
+    to_call(req.substore, req.method, input, call)
+}
+
+const REQUEST: &str = "sdk.v1.CallStoreRequest";
+
+/// The field of serde's "unknown field `NAME`, expected one of ..." message.
+fn serde_unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.rfind("`, expected").map(|end| &rest[..end])
 }
 
 /// Deepest JSON nesting accepted. Documents are stored as raw text, so without this a
@@ -254,7 +279,7 @@ fn unpaired(unit: u32) -> String {
     format!("request JSON has an unpaired UTF-16 surrogate escape (\\u{unit:04x})")
 }
 
-fn parse_proto(body: &[u8]) -> Result<StoreCall, ConnectError> {
+fn parse_proto(body: &[u8], call: &mut CallName) -> Result<StoreCall, ConnectError> {
     let req = CallStoreRequest::decode(body).map_err(|e| {
         ConnectError::invalid_argument(format!("invalid protobuf for sdk.v1.CallStoreRequest: {e}"))
     })?;
@@ -264,13 +289,21 @@ fn parse_proto(body: &[u8]) -> Result<StoreCall, ConnectError> {
             .to_string(),
         None => "{}".to_string(),
     };
-    to_call(Some(req.substore), Some(req.method), &input)
+    to_call(Some(req.substore), Some(req.method), &input, call)
 }
+
+/// The call a request names, for its log line: `substore.method` as soon as both are read,
+/// even when the rest of the request is then refused.
+pub type CallName = Cow<'static, str>;
+
+/// Longest substore or method name put in a log line as sent.
+const MAX_LOGGED_NAME: usize = 40;
 
 fn to_call(
     substore: Option<String>,
     method: Option<String>,
     input: &str,
+    call: &mut CallName,
 ) -> Result<StoreCall, ConnectError> {
     let substore = substore
         .filter(|s| !s.is_empty())
@@ -278,12 +311,20 @@ fn to_call(
     let method = method
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ConnectError::invalid_argument("method is required"))?;
+    let cut = |s: &str| -> String { s.chars().take(MAX_LOGGED_NAME).collect() };
+    let named = format!("{}.{}", cut(&substore), cut(&method));
+    *call = match StoreCall::NAMES.iter().find(|n| **n == named) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(named),
+    };
     if !input.trim_start().starts_with('{') {
         return Err(ConnectError::invalid_argument(
             "input must be a JSON object",
         ));
     }
-    Ok(StoreCall::parse(&substore, &method, input)?)
+    let parsed = StoreCall::parse(&substore, &method, input)?;
+    *call = Cow::Borrowed(parsed.name());
+    Ok(parsed)
 }
 
 fn encode(codec: Codec, output: StoreOutput) -> Result<Response, ConnectError> {

@@ -386,7 +386,20 @@ fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {
             "request body must be a JSON object (sdk.v1.CallCustomToolRequest)",
         ));
     };
-    // proto3 JSON accepts the JSON name and the proto field name alike.
+    // proto3 JSON accepts the JSON name and the proto field name alike; anything else is
+    // named, before a misspelled field could be reported as a missing one.
+    const FIELDS: [&str; 4] = ["toolName", "args", "toolCallId", "agentId"];
+    const PROTO_NAMES: [&str; 3] = ["tool_name", "tool_call_id", "agent_id"];
+    if let Some(field) = obj
+        .keys()
+        .find(|k| !FIELDS.contains(&k.as_str()) && !PROTO_NAMES.contains(&k.as_str()))
+    {
+        return Err(super::unknown_field::unknown_field(
+            "sdk.v1.CallCustomToolRequest",
+            field,
+            &FIELDS,
+        ));
+    }
     let mut take = |json: &str, proto: &str| match obj.remove(json) {
         Some(v) => Some(v),
         None => obj.remove(proto),

@@ -210,6 +210,29 @@ impl StoreCall {
         Ok(call)
     }
 
+    /// Every `substore.method` there is ([`name`](Self::name) of each kind of call): a log
+    /// line or metric names a refused call by one of these, never by a name as sent.
+    pub const NAMES: [&'static str; 18] = [
+        "agents.get",
+        "agents.create",
+        "agents.update",
+        "agents.delete",
+        "agents.list",
+        "runs.get",
+        "runs.create",
+        "runs.update",
+        "runs.delete",
+        "runs.list",
+        "runEvents.append",
+        "runEvents.list",
+        "runEvents.delete",
+        "checkpoints.get",
+        "checkpoints.create",
+        "checkpoints.update",
+        "checkpoints.delete",
+        "checkpoints.list",
+    ];
+
     /// `substore.method`, for logs.
     pub fn name(&self) -> &'static str {
         match self {
@@ -523,6 +546,19 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_lists_every_call_and_only_those() {
+        for name in StoreCall::NAMES {
+            let (sub, method) = name.split_once('.').unwrap();
+            match StoreCall::parse(sub, method, "{}") {
+                Ok(call) => assert_eq!(call.name(), name),
+                Err(e) => assert!(!e.to_string().contains("unknown"), "{name}: {e}"),
+            }
+        }
+        let unknown = StoreCall::parse("agents", "append", "{}").unwrap_err();
+        assert!(unknown.to_string().contains("unknown"), "{unknown}");
+    }
 
     fn parse(sub: &str, method: &str, input: &str) -> Result<StoreCall, String> {
         StoreCall::parse(sub, method, input).map_err(|e| e.to_string())

@@ -27,7 +27,7 @@ use nix::sys::signal::{killpg, pthread_sigmask, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
-use super::{group_running, GROUP_POLL};
+use super::group::{group_running, GROUP_POLL};
 
 /// The byte that tells the watchdog callbackd stopped the bridge itself.
 pub const RELEASE: u8 = b'R';

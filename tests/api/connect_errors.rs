@@ -206,6 +206,8 @@ async fn malformed_bodies_are_invalid_argument_naming_the_problem() {
         (b"\xff\xfe{}", "UTF-8"),
         (br#"{"substore":5,"method":"get"}"#, "invalid JSON"),
         (br#"{"method":"get","input":{}}"#, "substore is required"),
+        (br#"{"subStore":"agents","method":"get","input":{}}"#, r#"unknown field "subStore" in sdk.v1.CallStoreRequest; did you mean "substore"?"#),
+        (br#"{"substore":"agents","method":"get","inputs":{}}"#, r#"did you mean "input"?"#),
         (br#"{"substore":"agents","input":{}}"#, "method is required"),
         (br#"{"substore":"agents","method":"get","input":"x"}"#, "input must be a JSON object"),
         (br#"{"substore":"agents","method":"get","input":[]}"#, "input must be a JSON object"),

@@ -68,7 +68,8 @@ async fn metrics_count_store_and_tool_calls_appends_and_file_sizes() {
         )
         .await;
     assert_eq!(code, "not_found");
-    // Refused before its call is known: counted, under "(undecoded)".
+    // Refused in validation: counted under its call, once substore and method are read; a
+    // body refused before that under "(undecoded)".
     app.store_err("agents", "get", json!({})).await;
     app.store_raw("not json", Framing::Chunked).await;
     assert_eq!(tool(&app, "echo").await.status, 200);
@@ -108,7 +109,13 @@ async fn metrics_count_store_and_tool_calls_appends_and_file_sizes() {
         count(
             r#"callbackd_store_call_duration_seconds_count{call="(undecoded)",outcome="invalid_argument"}"#
         ),
-        2.0
+        1.0
+    );
+    assert_eq!(
+        count(
+            r#"callbackd_store_call_duration_seconds_count{call="agents.get",outcome="invalid_argument"}"#
+        ),
+        1.0
     );
     assert_eq!(count("callbackd_events_appended_total"), 6.0);
     assert_eq!(

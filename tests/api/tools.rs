@@ -356,6 +356,15 @@ async fn malformed_requests_are_invalid_argument() {
             json!({"toolName": "echo", "toolCallId": 1, "agentId": "a"}),
             "toolCallId must be a string",
         ),
+        // a misspelled field is named, not reported as the field it was meant to be missing
+        (
+            json!({"toolname": "echo", "args": {}, "agentId": "a"}),
+            r#"unknown field "toolname" in sdk.v1.CallCustomToolRequest; did you mean "toolName"?"#,
+        ),
+        (
+            json!({"toolName": "echo", "arguments": {}, "agentId": "a"}),
+            r#"unknown field "arguments" in sdk.v1.CallCustomToolRequest: its fields are toolName, args, toolCallId, agentId"#,
+        ),
     ];
     for (body, message) in cases {
         let resp = call_raw(&app, body.clone(), &[]).await;
