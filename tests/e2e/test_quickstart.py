@@ -9,6 +9,7 @@ again), CARGO_INSTALL_ROOT (the fresh HOME's .cargo, which is what rustup puts o
 download cache. Everything the quick start writes goes to the fresh HOME."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -90,8 +91,11 @@ def test_quick_start_runs_as_written(setup_env, tmp_path):
     lines = out.strip().splitlines()
     assert lines[0].startswith("callbackd "), out          # callbackd --version, found on PATH
     assert (install_bin / "callbackd").exists()
-    agent_id, status, text = lines[-1].split(" ", 2)
-    assert (status, text) == ("finished", "Hello from the fake model."), out
+    # the turn's stream: run_started first, completed last, with the model's answer
+    events = [json.loads(line[len("data: "):]) for line in lines if line.startswith("data: ")]
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "completed", out
+    assert events[-1]["status"] == "finished" and events[-1]["output"] == "Hello from the fake model."
+    agent_id = events[0]["session_id"]
 
     # the data is in the data directory, the agent's workspace has no tokens in it
     data = home / ".local" / "share" / "callbackd"

@@ -5,7 +5,6 @@
 #    on PATH; if `callbackd --version` is not found, run: export PATH="$HOME/.cargo/bin:$PATH").
 cargo install --locked --path .
 callbackd --version
-SNIPPETS="$PWD/tests/e2e/snippets"
 
 # 2. The bridge: it ships inside the cursor-sdk wheel, with its own node. A venv of its own
 #    (Debian's and Ubuntu's python3 refuse a system-wide pip install).
@@ -17,14 +16,19 @@ BRIDGE_DIR="$(~/.venvs/cursor-sdk/bin/python -c 'import cursor_sdk, os; print(os
 #    in ~/.local/share/callbackd (or $XDG_DATA_HOME/callbackd), never in that folder. Run it in a
 #    second terminal without the `&` if you like; the loop waits until the bridge is ready.
 mkdir -p ~/agent-workspace && cd ~/agent-workspace
-callbackd run --ready-file bridge-ready.json -- \
+callbackd run --listen 127.0.0.1:7420 --ready-file bridge-ready.json -- \
   "$BRIDGE_DIR/bin/node" "$BRIDGE_DIR/dist/bin/cursor-sdk-bridge.js" --workspace "$PWD" &
 CALLBACKD_PID=$!
 until [ -s bridge-ready.json ] || ! kill -0 "$CALLBACKD_PID" 2>/dev/null; do sleep 0.5; done
 
-# 4. See a turn: prints the agent id, "finished" and the model's answer.
-# [run API] This step becomes `curl -N` on POST /v1/sessions/{id}/messages once the run API lands.
-~/.venvs/cursor-sdk/bin/python "$SNIPPETS/python_sdk_attach.py"
+# 4. See a turn through the run API: a session, then a message whose answer is the run's
+#    events as they happen (Server-Sent Events), from run_started to completed.
+API=http://127.0.0.1:7420/v1
+TOKEN=$(sed -n 's/^api_token = "\(.*\)"$/\1/p' "${XDG_DATA_HOME:-$HOME/.local/share}/callbackd/callbackd.tokens")
+SESSION=$(curl -sf -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{}' \
+  "$API/sessions" | python3 -c 'import json, sys; print(json.load(sys.stdin)["session"]["session_id"])')
+curl -sfN -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+  -d '{"text": "Say hello"}' "$API/sessions/$SESSION/messages"
 
 # 5. Stop: SIGTERM to callbackd stops the bridge, then callbackd itself (exit status 0).
 kill "$CALLBACKD_PID" && wait "$CALLBACKD_PID"
