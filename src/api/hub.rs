@@ -83,7 +83,15 @@ async fn forward(runs: Runs, mut notices: broadcast::Receiver<StoreNotice>) {
             Ok(StoreNotice::Appended(n) | StoreNotice::Remote(n)) => {
                 let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(e) = runs.get(&(n.ns, n.run_id)) {
-                    e.tx.send_replace(n.seq);
+                    // Monotonic: a late notice of an older seq (another daemon's) must not
+                    // make a follower believe it has read everything.
+                    e.tx.send_modify(|v| {
+                        *v = if *v == u64::MAX {
+                            n.seq
+                        } else {
+                            (*v).max(n.seq)
+                        }
+                    });
                 }
             }
             Ok(StoreNotice::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
