@@ -30,12 +30,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// Now, in epoch ms.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+/// Now, in epoch ms: the store's clock (`createdAt` of events).
+pub use crate::store::event_doc::now_ms;
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,7 @@ use crate::approvals::Outcome;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
+use crate::store::event_doc::now_ms;
 use crate::store::records::{ToolCallStart, ToolOutcome};
 use crate::store::{Namespace, RunRecords, StoreCall};
 use crate::tools::invoke::{invoke, Call};
@@ -366,10 +367,6 @@ impl Drop for Recording {
             });
         }
     }
-}
-
-fn now_ms() -> i64 {
-    crate::api::time::now_ms()
 }
 
 fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {

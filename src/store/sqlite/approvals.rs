@@ -118,7 +118,7 @@ impl ApprovalRecords for SqliteStore {
                     "UPDATE approvals SET state = 'cancelled', decided_by = 'callbackd', \
                      reason = ?1, decided_at = ?2 WHERE state = 'pending'",
                 )?
-                .execute(params![reason, crate::api::time::now_ms()])? as u64)
+                .execute(params![reason, crate::store::event_doc::now_ms()])? as u64)
         }))
     }
 }

@@ -5,6 +5,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
+use crate::store::event_doc::now_ms;
 use crate::store::records::{
     PruneReport, RunPositions, RunRecords, ToolCallRecord, ToolCallStart, ToolOutcome,
 };
@@ -229,10 +230,4 @@ impl RunRecords for SqliteStore {
             Ok(interrupted)
         }))
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
