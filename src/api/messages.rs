@@ -171,7 +171,14 @@ async fn start_turn(
                 None => true,
                 Some(run) => {
                     reader.run(run).await?.is_none_or(|d| is_terminal(&d))
-                        || last_event_terminal(state, reader, run).await?
+                        || runs::stored_end(
+                            state,
+                            reader.ns,
+                            run,
+                            state.records().run_positions(reader.ns, run).await?,
+                        )
+                        .await?
+                        .is_some()
                 }
             };
             if settling && Instant::now() < settle_until {
@@ -190,29 +197,6 @@ async fn start_turn(
         }
         return Err(bridge_problem("Send", &e));
     }
-}
-
-/// Whether the run's last stored event is its terminal status: the run document still says
-/// `running` for 10–60 ms after it (the previous turn is settling).
-async fn last_event_terminal(
-    state: &ApiState,
-    reader: &Reader<'_>,
-    run_id: &str,
-) -> Result<bool, Problem> {
-    let pos = state.records().run_positions(reader.ns, run_id).await?;
-    if pos.last_seq == 0 {
-        return Ok(false);
-    }
-    let last = reader.events_after(run_id, pos.last_seq - 1, 1).await?;
-    Ok(last.first().is_some_and(|ev| {
-        ev.payload.pointer("/message/type").and_then(Value::as_str) == Some("status")
-            && matches!(
-                ev.payload
-                    .pointer("/message/status")
-                    .and_then(Value::as_str),
-                Some("FINISHED" | "ERROR" | "CANCELLED" | "EXPIRED")
-            )
-    }))
 }
 
 fn is_unknown_agent(e: &ClientError) -> bool {

@@ -85,36 +85,31 @@ pub async fn summary(
     pos: crate::store::records::RunPositions,
 ) -> Result<RunSummary, Problem> {
     let mut run = RunSummary::from_doc(doc, pos.last_seq);
-    if !is_terminal(doc) && pos.last_seq > pos.expired_through {
-        let reader = Reader {
-            store: state.store().as_ref(),
-            ns,
-        };
-        let id = run.run_id.clone();
-        let last = reader.events_after(&id, pos.last_seq - 1, 1).await?;
-        if let Some(status) = last.first().and_then(terminal_status) {
+    if !is_terminal(doc) {
+        if let Some(status) = stored_end(state, ns, &run.run_id, pos).await? {
             run.status = status;
         }
     }
     Ok(run)
 }
 
-/// Whether the run's last stored event is its terminal status.
-async fn last_event_terminal(
+/// The status of the run's last stored event when that is its terminal one (`finished`,
+/// `error`, ...): the run has ended, whatever its document says yet.
+pub async fn stored_end(
     state: &ApiState,
     ns: &Namespace,
     id: &str,
     pos: crate::store::records::RunPositions,
-) -> Result<bool, Problem> {
+) -> Result<Option<String>, Problem> {
     if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
-        return Ok(false);
+        return Ok(None);
     }
     let reader = Reader {
         store: state.store().as_ref(),
         ns,
     };
     let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
-    Ok(last.first().and_then(terminal_status).is_some())
+    Ok(last.first().and_then(terminal_status))
 }
 
 /// The run status a stored terminal `status` event stands for.
@@ -275,7 +270,7 @@ pub async fn open(
         return Err(expired(&id, pos.expired_through));
     }
     if pos.last_seq <= after
-        && (is_terminal(&doc) || last_event_terminal(state, &ns, &id, pos).await?)
+        && (is_terminal(&doc) || stored_end(state, &ns, &id, pos).await?.is_some())
     {
         // Nothing after the position of a run that has ended; its terminal event may be
         // stored while the document still says running (the bridge updates it 10-60 ms
