@@ -70,10 +70,7 @@ pub struct RunCtx<'a> {
 
 impl RunCtx<'_> {
     fn reader(&self) -> Reader<'_> {
-        Reader {
-            store: self.state.store().as_ref(),
-            ns: self.ns,
-        }
+        self.state.reader(self.ns)
     }
 
     /// The frame of stored event `ev`, mapped by `mapper` (which must be at `ev.seq - 1`).

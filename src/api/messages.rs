@@ -51,10 +51,7 @@ pub async fn send(
         Some(_) => return Err(Problem::invalid("text is empty: send the user's message")),
         None => return Err(Problem::invalid("text is required: {\"text\": \"...\"}")),
     };
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns: &caller.ns,
-    };
+    let reader = state.reader(&caller.ns);
     let agent = reader
         .agent(&session)
         .await?

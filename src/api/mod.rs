@@ -131,6 +131,14 @@ impl ApiState {
         &self.inner.store
     }
 
+    /// The API's view of the store for namespace `ns`.
+    fn reader<'a>(&'a self, ns: &'a crate::store::Namespace) -> reader::Reader<'a> {
+        reader::Reader {
+            store: self.inner.store.as_ref(),
+            ns,
+        }
+    }
+
     pub fn records(&self) -> &Arc<dyn RunRecords> {
         &self.inner.records
     }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::bridge::bridge_problem;
 use super::events::{event_json, RunMapper};
 use super::problem::{Problem, ProblemCode};
-use super::reader::{is_terminal, Reader, RunSummary};
+use super::reader::{is_terminal, RunSummary};
 use super::stream::{self, StreamPlan};
 use super::time::rfc3339_ms;
 use super::{json_response, limit, position, query, ApiState, Caller};
@@ -104,10 +104,7 @@ pub async fn stored_end(
     if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
         return Ok(None);
     }
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns,
-    };
+    let reader = state.reader(ns);
     let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
     Ok(last.first().and_then(terminal_status))
 }
@@ -134,13 +131,7 @@ pub fn no_run(id: &str) -> Problem {
 }
 
 async fn run_doc(state: &ApiState, ns: &Namespace, id: &str) -> Result<Value, Problem> {
-    Reader {
-        store: state.store().as_ref(),
-        ns,
-    }
-    .run(id)
-    .await?
-    .ok_or_else(|| no_run(id))
+    state.reader(ns).run(id).await?.ok_or_else(|| no_run(id))
 }
 
 pub async fn get_one(
@@ -186,10 +177,7 @@ pub async fn events(
     if after < pos.expired_through {
         return Err(expired(&id, pos.expired_through));
     }
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns: &caller.ns,
-    };
+    let reader = state.reader(&caller.ns);
     let records = state.records().tool_calls_of_run(&caller.ns, &id).await?;
     let mut mapper = RunMapper::new(&doc, records);
     let mut out = Vec::new();

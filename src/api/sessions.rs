@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::bridge::bridge_problem;
 use super::problem::Problem;
-use super::reader::{Reader, RunSummary, Session};
+use super::reader::{RunSummary, Session};
 use super::{json_response, limit, query, ApiJson, ApiState, Caller};
 
 /// `POST /v1/sessions` body.
@@ -103,10 +103,7 @@ pub async fn create(
         .await
         .map_err(|e| bridge_problem("CreateAgent", &e))?;
     state.remember_tools(&id, names.clone());
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns: &caller.ns,
-    };
+    let reader = state.reader(&caller.ns);
     let doc = reader.agent(&id).await?.ok_or_else(|| {
         Problem::internal(format!(
             "the bridge created agent {id} but it is not in this daemon's store: is the bridge \
@@ -129,10 +126,7 @@ pub async fn list(
 ) -> Result<Response, Problem> {
     let q = query(&uri)?;
     let limit = limit(q.get("limit").map(String::as_str), 50)?;
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns: &caller.ns,
-    };
+    let reader = state.reader(&caller.ns);
     let page = reader
         .agents(
             limit,
@@ -163,10 +157,7 @@ pub async fn get_one(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns: &caller.ns,
-    };
+    let reader = state.reader(&caller.ns);
     let doc = reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
     let model = reader.latest_model(&id).await?;
     Ok(json_response(
@@ -183,10 +174,7 @@ pub async fn runs(
 ) -> Result<Response, Problem> {
     let q = query(&uri)?;
     let limit = limit(q.get("limit").map(String::as_str), 50)?;
-    let reader = Reader {
-        store: state.store().as_ref(),
-        ns: &caller.ns,
-    };
+    let reader = state.reader(&caller.ns);
     reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
     let page = reader
         .runs_of(

@@ -139,11 +139,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     };
     let mut tokens = relay.as_ref();
     let plan = &plan;
-    let store = state.store();
-    let reader = Reader {
-        store: store.as_ref(),
-        ns: &plan.ns,
-    };
+    let reader = state.reader(&plan.ns);
     let run_id = plan.run_id.as_str();
     let cfg = state.config();
     let started = Instant::now();
