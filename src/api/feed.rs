@@ -75,6 +75,17 @@ impl RunCtx<'_> {
 
     /// The frame of stored event `ev`, mapped by `mapper` (which must be at `ev.seq - 1`).
     pub async fn frame(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Frame {
+        let (data, terminal) = self.event(mapper, ev).await;
+        Frame {
+            seq: ev.seq,
+            bytes: Bytes::from(format!("id: {}\ndata: {data}\n\n", ev.seq)),
+            terminal,
+        }
+    }
+
+    /// The `data:` JSON of stored event `ev` (what a frame and an events page carry), and
+    /// whether it ends the run's stream.
+    pub async fn event(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> (String, bool) {
         let message = ev.payload.get("message");
         let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
         let status = message
@@ -102,15 +113,11 @@ impl RunCtx<'_> {
                 .unwrap_or(sealed.unwrap_or(0));
         }
         let data = event_json(&event, ev.seq, self.run_id, ev.created_at_ms);
-        Frame {
-            seq: ev.seq,
-            bytes: Bytes::from(format!("id: {}\ndata: {data}\n\n", ev.seq)),
-            terminal: event.is_terminal(),
-        }
+        (data, event.is_terminal())
     }
 
     /// The next page of stored events after `pos`, checked for holes.
-    async fn page(&self, pos: u64) -> Result<Vec<StoredEvent>, FeedError> {
+    pub async fn page(&self, pos: u64) -> Result<Vec<StoredEvent>, FeedError> {
         let events = self
             .reader()
             .events_after(self.run_id, pos, PAGE)

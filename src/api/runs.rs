@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::bridge::bridge_problem;
-use super::events::{event_json, RunMapper};
+use super::feed::{FeedError, RunCtx};
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
 use super::stream::{self, StreamPlan};
@@ -177,41 +177,33 @@ pub async fn events(
     if after < pos.expired_through {
         return Err(expired(&id, pos.expired_through));
     }
-    let reader = state.reader(&caller.ns);
-    let records = state.records().tool_calls_of_run(&caller.ns, &id).await?;
-    let mut mapper = RunMapper::new(&doc, records);
+    // Made as the stream makes its frames, so the page holds the same bytes.
+    let ctx = RunCtx {
+        state: &state,
+        ns: &caller.ns,
+        run_id: &id,
+        run_doc: &doc,
+    };
+    let missing = |e: FeedError| match e {
+        FeedError::Gap { reason, .. } => Problem::internal(reason),
+    };
+    let mut own = ctx.mapper_at(after).await.map_err(missing)?;
     let mut out = Vec::new();
-    let mut seq = 0;
-    // Mapped from the first event, as the stream does, so the page holds the same bytes.
+    let mut seq = after;
     'pages: loop {
-        let page = reader.events_after(&id, seq, 256).await?;
+        let page = ctx.page(seq).await.map_err(missing)?;
         if page.is_empty() {
             break;
         }
-        for ev in page {
-            if ev.seq != seq + 1 {
-                return Err(Problem::new(
-                    ProblemCode::Internal,
-                    format!("event {} of run {id} is missing from the store", seq + 1),
-                ));
-            }
+        for ev in &page {
             seq = ev.seq;
-            let mut event = mapper.map(&ev);
-            if ev.seq > after {
-                if let super::events::Durable::MessageSnapshot { delta, .. } = &mut event {
-                    *delta = state
-                        .records()
-                        .snapshot_delta(&caller.ns, &id, ev.seq, None)
-                        .await?;
-                }
-                let data = event_json(&event, ev.seq, &id, ev.created_at_ms);
-                out.push(
-                    serde_json::value::RawValue::from_string(data)
-                        .map_err(|e| Problem::internal(e.to_string()))?,
-                );
-                if out.len() >= limit {
-                    break 'pages;
-                }
+            let (data, _) = ctx.event(&mut own.mapper, ev).await;
+            out.push(
+                serde_json::value::RawValue::from_string(data)
+                    .map_err(|e| Problem::internal(e.to_string()))?,
+            );
+            if out.len() >= limit {
+                break 'pages;
             }
         }
     }
