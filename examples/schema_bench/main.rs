@@ -9,7 +9,6 @@
 //! workload (checked before timing).
 
 mod old;
-mod pattern;
 
 use std::hint::black_box;
 use std::time::Instant;

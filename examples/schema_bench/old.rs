@@ -39,7 +39,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::pattern::Pattern;
+use callbackd::tools::schema::pattern::Pattern;
 
 /// A schema checked and ready to validate against.
 #[derive(Debug, Clone)]

@@ -43,7 +43,7 @@ use serde_json::Value;
 mod compile;
 mod node;
 mod number;
-pub(crate) mod pattern;
+pub mod pattern;
 mod validate;
 
 use node::Compiled;
