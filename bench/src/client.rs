@@ -50,9 +50,14 @@ impl Endpoint {
             addr,
             host: HeaderValue::from_str(authority)?,
             path: path.parse()?,
-            auth: HeaderValue::from_str(&format!("Bearer {token}"))?,
+            auth: bearer(token)?,
         })
     }
+}
+
+/// The `Authorization` value for `token`.
+pub fn bearer(token: &str) -> anyhow::Result<HeaderValue> {
+    Ok(HeaderValue::from_str(&format!("Bearer {token}"))?)
 }
 
 /// A request body sent as one chunk of unknown length, so hyper frames it with
@@ -92,13 +97,23 @@ impl Conn {
 
     /// Sends one CallStore with `body` and reads the whole answer.
     pub async fn call(&mut self, body: Bytes) -> anyhow::Result<(StatusCode, Bytes)> {
+        self.call_as(body, None).await
+    }
+
+    /// [`Conn::call`] with `auth` (a [`bearer`] value) instead of the endpoint's token: one
+    /// connection can speak for several namespaces of one daemon.
+    pub async fn call_as(
+        &mut self,
+        body: Bytes,
+        auth: Option<&HeaderValue>,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
         let ep = &self.ep;
         let mut req = Request::new(OneChunk(Some(body)));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = ep.path.clone();
         let h = req.headers_mut();
         h.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("gzip,br"));
-        h.insert(header::AUTHORIZATION, ep.auth.clone());
+        h.insert(header::AUTHORIZATION, auth.unwrap_or(&ep.auth).clone());
         h.insert("connect-protocol-version", HeaderValue::from_static("1"));
         h.insert(
             header::CONTENT_TYPE,
@@ -135,8 +150,18 @@ pub struct Recorder {
 impl Recorder {
     /// Times one call; `Some(body)` on a 200, `None` (recorded as an error) otherwise.
     pub async fn call(&mut self, conn: &mut Conn, body: String) -> Option<Bytes> {
+        self.call_as(conn, body, None).await
+    }
+
+    /// [`Recorder::call`] with another token ([`Conn::call_as`]).
+    pub async fn call_as(
+        &mut self,
+        conn: &mut Conn,
+        body: String,
+        auth: Option<&HeaderValue>,
+    ) -> Option<Bytes> {
         let started = Instant::now();
-        let result = conn.call(Bytes::from(body)).await;
+        let result = conn.call_as(Bytes::from(body), auth).await;
         self.latencies.push(started.elapsed().as_nanos() as u64);
         match result {
             Ok((StatusCode::OK, body)) => Some(body),

@@ -118,6 +118,13 @@ struct Opts {
     /// stream: events appended to each live run.
     #[arg(long)]
     stream_events: Option<usize>,
+    /// namespaces: `[[namespaces]]` in the config of the second daemon.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    namespaces: u64,
+    /// namespaces: how many of them the spread phase appends to (run r in namespace r % K;
+    /// at most one run each); default: all.
+    #[arg(long)]
+    ns_spread: Option<usize>,
     /// agents-list: agents in the workspace, and passes over them.
     #[arg(long)]
     agents: Option<usize>,
@@ -133,6 +140,9 @@ enum Workload {
     AgentsList,
     /// Run API followers (SSE) of live runs; not in the default set.
     Stream,
+    /// append with N `[[namespaces]]` configured against one namespace, two daemons of its
+    /// own (issue 12); not in the default set.
+    Namespaces,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -273,6 +283,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     runs: sizes.runs,
                     events: sizes.events,
                     payloads: payloads.clone(),
+                    auth: Vec::new(),
                 });
                 for &c in &opts.append_clients {
                     let mut pairs = Vec::new();
@@ -322,6 +333,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     runs: 1,
                     events: sizes.replay_events,
                     payloads: Arc::new(gen::Payloads::new(1, 256, opts.replay_event_bytes)),
+                    auth: Vec::new(),
                 });
                 let (run_id, setup) = replay::setup(&server, &a, true).await?;
                 report.setup("replay setup (append, 16 clients)", &setup);
@@ -371,6 +383,43 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                 let idle = if opts.quick { 20 } else { 1000 };
                 let per = workloads::stream::idle_rss(&server, &api, &tag, idle).await?;
                 report.stream_idle(idle, per, pid);
+            }
+            Workload::Namespaces => {
+                anyhow::ensure!(
+                    opts.url.is_none() && opts.daemons <= 1,
+                    "the namespaces workload starts daemons of its own (not with --url or --daemons)"
+                );
+                let count = usize::try_from(opts.namespaces)?;
+                let d = workloads::namespaces::start(&workloads::namespaces::Setup {
+                    bin: &opts.bin,
+                    db_dir: opts.db_dir.as_deref(),
+                    sync: match opts.sync {
+                        SyncMode::Normal => "normal",
+                        SyncMode::Full => "full",
+                    },
+                    pg_url: opts.pg_url.as_deref(),
+                    tag: &tag,
+                    namespaces: count,
+                })
+                .await?;
+                let a = append::Append {
+                    tag: tag.clone(),
+                    runs: sizes.runs,
+                    events: sizes.events,
+                    payloads: payloads.clone(),
+                    auth: Vec::new(),
+                };
+                let spread = opts.ns_spread.unwrap_or(count);
+                let rows =
+                    workloads::namespaces::run(&d, &a, &opts.append_clients, spread, reps).await?;
+                report.namespaces(report::Namespaces {
+                    count,
+                    rows,
+                    ready_one: d.ready_one,
+                    ready_many: d.ready_many,
+                    idle_rss_one: d.idle_rss_one,
+                    idle_rss_many: d.idle_rss_many,
+                });
             }
             Workload::AgentsList => {
                 let setup = agents_list::setup(&server, &tag, sizes.agents, base_ms).await?;

@@ -84,6 +84,59 @@ pub struct Report {
     setups: Vec<(String, u64)>,
     /// `stream` rows, already formatted, and whether each had wrong deliveries.
     streams: Vec<(String, bool)>,
+    namespaces: Option<Namespaces>,
+}
+
+/// The `namespaces` workload: its rows and the two daemons' start figures.
+pub struct Namespaces {
+    pub count: usize,
+    pub rows: Vec<crate::workloads::namespaces::NsRow>,
+    pub ready_one: Duration,
+    pub ready_many: Duration,
+    pub idle_rss_one: Option<u64>,
+    pub idle_rss_many: Option<u64>,
+}
+
+impl crate::workloads::namespaces::NsRow {
+    /// N namespaces ÷ one, per repeat, sorted; and the index of the median repeat in
+    /// `pairs`.
+    fn ratios(&self) -> (Vec<f64>, usize) {
+        let mut by_ratio: Vec<(f64, usize)> = self
+            .pairs
+            .iter()
+            .enumerate()
+            .map(|(i, (many, one))| (many.rate() / one.rate().max(1e-9), i))
+            .collect();
+        by_ratio.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let median = by_ratio[by_ratio.len() / 2].1;
+        (by_ratio.into_iter().map(|r| r.0).collect(), median)
+    }
+
+    /// The median repeat's ratio.
+    pub fn ratio(&self) -> f64 {
+        let (sorted, _) = self.ratios();
+        sorted[sorted.len() / 2]
+    }
+
+    fn failures(&self) -> u64 {
+        self.pairs
+            .iter()
+            .map(|(m, o)| m.errors + m.wrong + o.errors + o.wrong)
+            .sum()
+    }
+
+    /// Server CPU per call over every repeat of one side (`many`: the N-namespace daemon),
+    /// steadier than one repeat's 10 ms ticks.
+    fn cpu_per_call(&self, many: bool) -> Option<Duration> {
+        let mut cpu = Duration::ZERO;
+        let mut calls = 0;
+        for (m, o) in &self.pairs {
+            let side = if many { m } else { o };
+            cpu += side.server_cpu?;
+            calls += side.calls;
+        }
+        Some(cpu / u32::try_from(calls.max(1)).unwrap_or(u32::MAX))
+    }
 }
 
 impl Report {
@@ -120,6 +173,29 @@ impl Report {
         self.rows.iter().filter(|r| r.failures > 0).count()
             + self.setups.iter().filter(|s| s.1 > 0).count()
             + self.streams.iter().filter(|s| s.1).count()
+            + self
+                .namespaces
+                .iter()
+                .flat_map(|n| &n.rows)
+                .filter(|r| r.failures() > 0)
+                .count()
+    }
+
+    /// The `namespaces` workload's rows.
+    pub fn namespaces(&mut self, n: Namespaces) {
+        for r in &n.rows {
+            let (sorted, _) = r.ratios();
+            eprintln!(
+                "  namespaces ×{} ({} token{}): {:.2}× one namespace ({:.2}–{:.2})",
+                r.clients,
+                r.tokens,
+                if r.tokens == 1 { "" } else { "s" },
+                r.ratio(),
+                sorted[0],
+                sorted[sorted.len() - 1]
+            );
+        }
+        self.namespaces = Some(n);
     }
 
     /// A `stream` phase (issue 9's targets: p99 ≤ 5 ms at 100 followers, append rate with
@@ -239,8 +315,77 @@ impl Report {
                 println!("{line}");
             }
         }
+        self.print_namespaces();
         if !self.quick {
             self.print_targets();
+        }
+    }
+
+    fn print_namespaces(&self) {
+        let Some(ns) = &self.namespaces else { return };
+        let n = ns.count;
+        println!();
+        println!(
+            "### namespaces: append with {n} `[[namespaces]]` against one namespace (no `[[namespaces]]`), two daemons side by side, phases alternated"
+        );
+        println!();
+        println!(
+            "| clients | tokens | calls | calls/s, {n} ns | calls/s, one | × one | spread | p50 | p99 | p50, one | p99, one | server CPU/call, {n} ns | one | CPU × one | errors |"
+        );
+        println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for r in &ns.rows {
+            let (sorted, median) = r.ratios();
+            let (m, o) = &r.pairs[median];
+            let spread = if sorted.len() > 1 {
+                format!("{:.2}–{:.2}", sorted[0], sorted[sorted.len() - 1])
+            } else {
+                "–".into()
+            };
+            let (cpu_m, cpu_o) = (r.cpu_per_call(true), r.cpu_per_call(false));
+            println!(
+                "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.clients,
+                r.tokens,
+                m.calls,
+                m.rate(),
+                o.rate(),
+                r.ratio(),
+                dur(m.quantile(0.50)),
+                dur(m.quantile(0.99)),
+                dur(o.quantile(0.50)),
+                dur(o.quantile(0.99)),
+                cpu_m.map_or("–".into(), dur),
+                cpu_o.map_or("–".into(), dur),
+                match (cpu_m, cpu_o) {
+                    (Some(a), Some(b)) if !b.is_zero() =>
+                        format!("{:.3}", a.as_secs_f64() / b.as_secs_f64()),
+                    _ => "–".into(),
+                },
+                r.failures(),
+            );
+        }
+        println!();
+        println!(
+            "- tokens: 1 = every append with the store token of the last of the {n} namespaces; K = run r in namespace r % K, so each connection carries K namespaces' tokens"
+        );
+        println!(
+            "- × one: the {n}-namespace daemon's calls/s over the one-namespace daemon's in the same repeat (median repeat shown; spread: lowest–highest of {} repeats); server CPU/call: over all repeats",
+            ns.rows.first().map_or(0, |r| r.pairs.len())
+        );
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
+        println!(
+            "- start to ready: {} with {n} namespaces, {} with one; idle RSS after start: {} and {}",
+            ms(ns.ready_many),
+            ms(ns.ready_one),
+            ns.idle_rss_many.map_or("–".into(), mib),
+            ns.idle_rss_one.map_or("–".into(), mib),
+        );
+        for r in &ns.rows {
+            for (m, o) in &r.pairs {
+                for e in m.examples.iter().chain(&o.examples) {
+                    println!("  namespaces ×{} ({} tokens): {e}", r.clients, r.tokens);
+                }
+            }
         }
     }
 
@@ -317,6 +462,29 @@ impl Report {
             self.ready_fresh
                 .map_or("–".into(), |d| format!("{:.1} ms", d.as_secs_f64() * 1e3)),
         );
+        if let Some(ns) = &self.namespaces {
+            println!();
+            println!("### target (issue 12)");
+            for r in &ns.rows {
+                let (sorted, _) = r.ratios();
+                check(
+                    format!(
+                        "append ×{} with {} namespaces ({} token{}) within 5% of one namespace",
+                        r.clients,
+                        ns.count,
+                        r.tokens,
+                        if r.tokens == 1 { "" } else { "s" }
+                    ),
+                    Some(r.ratio() >= 0.95),
+                    format!(
+                        "{:.3}× (repeats {:.2}–{:.2})",
+                        r.ratio(),
+                        sorted[0],
+                        sorted[sorted.len() - 1]
+                    ),
+                );
+            }
+        }
     }
 }
 

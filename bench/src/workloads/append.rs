@@ -3,10 +3,14 @@
 //!
 //! Checks: every answer is the event document of its run; per run the seqs answered are
 //! exactly 1..E; afterwards each run's last event reads back as seq E with no `nextOffset`.
+//!
+//! With [`Append::auth`] set, run `r` belongs to namespace `r % auth.len()`: its appends and
+//! its read-back carry that namespace's token (the `namespaces` workload).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use http::HeaderValue;
 use serde::Deserialize;
 
 use super::{measure, Measured};
@@ -20,6 +24,9 @@ pub struct Append {
     pub runs: usize,
     pub events: usize,
     pub payloads: Arc<Payloads>,
+    /// Store tokens (`Authorization` values) the runs are spread over, run `r` on
+    /// `auth[r % len]`; empty: every call carries the endpoint's token.
+    pub auth: Vec<HeaderValue>,
 }
 
 impl Append {
@@ -29,6 +36,11 @@ impl Append {
 
     fn agent_id(&self, label: &str) -> String {
         format!("agent-{}-{label}", self.tag)
+    }
+
+    /// The token run `r` is appended with (`None`: the endpoint's).
+    fn auth_of(&self, r: usize) -> Option<&HeaderValue> {
+        (!self.auth.is_empty()).then(|| &self.auth[r % self.auth.len()])
     }
 }
 
@@ -70,7 +82,7 @@ pub async fn run(
                 }
                 let r = k % a.runs;
                 let body = a.payloads.append_body(&agent, &run_ids[r], k);
-                let Some(answer) = rec.call(&mut conn, body).await else {
+                let Some(answer) = rec.call_as(&mut conn, body, a.auth_of(r)).await else {
                     continue;
                 };
                 if !verify {
@@ -111,7 +123,7 @@ pub async fn run(
                 ));
             }
         }
-        read_back(target, &run_ids, a.events as u64, &mut m).await?;
+        read_back(target, a, &run_ids, &mut m).await?;
     }
     Ok(m)
 }
@@ -119,15 +131,16 @@ pub async fn run(
 /// After the phase, untimed: each run's last event is seq `events` and nothing follows it.
 async fn read_back(
     target: &Target,
+    a: &Append,
     run_ids: &[String],
-    events: u64,
     m: &mut Measured,
 ) -> anyhow::Result<()> {
+    let events = a.events as u64;
     let mut conn = Conn::connect(target.ep.clone()).await?;
     let mut rec = Recorder::default();
-    for run in run_ids {
+    for (r, run) in run_ids.iter().enumerate() {
         let body = gen::events_list(run, Some(events.saturating_sub(1)));
-        let Some(answer) = rec.call(&mut conn, body).await else {
+        let Some(answer) = rec.call_as(&mut conn, body, a.auth_of(r)).await else {
             continue;
         };
         let ok = super::output(&answer).is_ok_and(|o| {

@@ -3,6 +3,7 @@
 
 pub mod agents_list;
 pub mod append;
+pub mod namespaces;
 pub mod replay;
 pub mod stream;
 pub mod turn;
@@ -14,7 +15,7 @@ use crate::client::{Conn, Recorder};
 use crate::target::{cpu_time, reset_peak, rss_kib, Target};
 
 /// What one phase measured.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Measured {
     pub calls: usize,
     pub wall: Duration,
