@@ -17,6 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader as Async
 use tokio::net::TcpStream;
 
 pub const STORE_PATH: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
+pub const TOOL_PATH: &str = "/sdk.v1.SdkCustomToolCallbackService/CallCustomTool";
 pub const STORE_TOKEN: &str = "hardening-store-token";
 pub const TOOL_TOKEN: &str = "hardening-tool-token";
 
@@ -46,8 +47,25 @@ pub fn start(dir: &Path, db: &Path, settings: Settings<'_>) -> Daemon {
 }
 
 pub fn try_start(dir: &Path, db: &Path, settings: Settings<'_>) -> Result<Daemon, StartFailure> {
+    try_start_with(dir, db, settings, "")
+}
+
+/// [`start`] with `extra` appended to the config file as is (arrays of tables such as
+/// `[[namespaces]]`, which `settings` cannot express).
+pub fn start_with(dir: &Path, db: &Path, settings: Settings<'_>, extra: &str) -> Daemon {
+    try_start_with(dir, db, settings, extra)
+        .unwrap_or_else(|f| panic!("callbackd did not start: {f:?}"))
+}
+
+pub fn try_start_with(
+    dir: &Path,
+    db: &Path,
+    settings: Settings<'_>,
+    extra: &str,
+) -> Result<Daemon, StartFailure> {
     let config = dir.join("callbackd.toml");
-    std::fs::write(&config, config_text(db, settings)).expect("write config");
+    let text = format!("{}{extra}", config_text(db, settings));
+    std::fs::write(&config, text).expect("write config");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_callbackd"));
     cmd.arg("serve").arg("--config").arg(&config);
     // Only our settings: no CALLBACKD_* from the environment running the tests.
@@ -210,6 +228,47 @@ impl Daemon {
         assert_eq!(reply.status, 200, "{substore}.{method}: {}", reply.text());
         reply.json()["output"].clone()
     }
+
+    /// Sends one request (exact bytes) on a fresh connection; the daemon must answer.
+    pub async fn send(&self, bytes: &[u8]) -> Reply {
+        let mut conn = self.connect().await;
+        conn.send(bytes)
+            .await
+            .expect("send")
+            .expect("the daemon answered")
+    }
+
+    /// [`Daemon::call`] with another store token (another namespace's).
+    pub async fn call_as(&self, token: &str, substore: &str, method: &str, input: Value) -> Reply {
+        let body = json!({"substore": substore, "method": method, "input": input}).to_string();
+        self.send(&Req::store_as(body.as_bytes(), token).build())
+            .await
+    }
+
+    /// [`Daemon::ok`] with another store token.
+    pub async fn ok_as(&self, token: &str, substore: &str, method: &str, input: Value) -> Value {
+        let reply = self.call_as(token, substore, method, input).await;
+        assert_eq!(reply.status, 200, "{substore}.{method}: {}", reply.text());
+        reply.json()["output"].clone()
+    }
+
+    /// One CallCustomTool (JSON codec) with `token`.
+    pub async fn tool_as(&self, token: &str, tool: &str, agent_id: &str, args: Value) -> Reply {
+        let body = json!({"toolName": tool, "agentId": agent_id, "args": args}).to_string();
+        self.send(&Req::tool(body.as_bytes(), token).build()).await
+    }
+
+    /// One run API request with `token` (`body`: JSON, for a POST).
+    pub async fn api_as(
+        &self,
+        token: &str,
+        method: &'static str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        self.send(&Req::api(method, path, token, body).build())
+            .await
+    }
 }
 
 impl Drop for Daemon {
@@ -242,6 +301,37 @@ impl Req {
                 ),
             ],
             body: body.to_vec(),
+            chunked: false,
+        }
+    }
+
+    /// [`Req::store`] with another store token.
+    pub fn store_as(body: &[u8], token: &str) -> Req {
+        Req::store(body).header("authorization", Some(format!("Bearer {token}").as_bytes()))
+    }
+
+    /// A CallCustomTool POST with the JSON content type and `token`.
+    pub fn tool(body: &[u8], token: &str) -> Req {
+        Req {
+            path: TOOL_PATH.as_bytes().to_vec(),
+            ..Req::store_as(body, token)
+        }
+    }
+
+    /// A run API request (`/v1/...`) with `token`, and a JSON body if one is given.
+    pub fn api(method: &'static str, path: &str, token: &str, body: Option<Value>) -> Req {
+        let mut headers = vec![(
+            b"authorization".to_vec(),
+            format!("Bearer {token}").into_bytes(),
+        )];
+        if body.is_some() {
+            headers.push((b"content-type".to_vec(), b"application/json".to_vec()));
+        }
+        Req {
+            method,
+            path: path.as_bytes().to_vec(),
+            headers,
+            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
             chunked: false,
         }
     }
@@ -453,6 +543,55 @@ pub fn snapshot(db: &Path) -> Vec<String> {
         out.extend(rows.map(Result::unwrap));
     }
     out
+}
+
+/// Every row of namespace `ns` in every table that has a namespace column, as one comparable
+/// value (read straight from the file), by table; a table the schema lacks is an error.
+pub fn snapshot_ns(db: &Path, ns: &str) -> Vec<(String, Vec<String>)> {
+    let conn = rusqlite::Connection::open(db).expect("open db");
+    let mut tables: Vec<String> = conn
+        .prepare(
+            "SELECT m.name FROM sqlite_master m WHERE m.type = 'table' \
+             AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'ns') ORDER BY 1",
+        )
+        .expect("list tables")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .map(Result::unwrap)
+        .collect();
+    tables.sort();
+    tables
+        .into_iter()
+        .map(|table| {
+            // Every column of each row, blobs as hex, in a stable order.
+            let sql = format!("SELECT * FROM \"{table}\" WHERE ns = ?1");
+            let mut stmt = conn.prepare(&sql).expect("prepare");
+            let columns = stmt.column_count();
+            let mut rows: Vec<String> = stmt
+                .query_map([ns], |r| {
+                    let mut row = Vec::with_capacity(columns);
+                    for i in 0..columns {
+                        row.push(match r.get_ref(i)? {
+                            rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                            rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                            rusqlite::types::ValueRef::Real(v) => format!("{v:?}"),
+                            rusqlite::types::ValueRef::Text(t) => {
+                                format!("{:?}", String::from_utf8_lossy(t))
+                            }
+                            rusqlite::types::ValueRef::Blob(b) => {
+                                b.iter().map(|x| format!("{x:02x}")).collect()
+                            }
+                        });
+                    }
+                    Ok(row.join("|"))
+                })
+                .expect("query")
+                .map(Result::unwrap)
+                .collect();
+            rows.sort();
+            (table, rows)
+        })
+        .collect()
 }
 
 /// `PRAGMA integrity_check` of a database file.

@@ -17,7 +17,7 @@ use crate::daemon::{self, Conn, Daemon, Reply, Req, STORE_PATH, STORE_TOKEN, TOO
 
 /// What a hostile request must get back.
 #[derive(Debug, Clone, Copy)]
-enum Expect {
+pub(crate) enum Expect {
     /// Exactly this HTTP status with this Connect code in a JSON error body.
     Connect(u16, &'static str),
     /// Refused by the HTTP layer before reaching the service: a 4xx (431, 400, ...) or the
@@ -28,10 +28,10 @@ enum Expect {
     ClientError,
 }
 
-struct Case {
-    name: &'static str,
-    bytes: Vec<u8>,
-    expect: Expect,
+pub(crate) struct Case {
+    pub name: &'static str,
+    pub bytes: Vec<u8>,
+    pub expect: Expect,
 }
 
 /// Would delete every agent if authentication or the filter check ever failed open.
@@ -48,41 +48,47 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn cases() -> Vec<Case> {
+    cases_with(STORE_TOKEN, TOOL_TOKEN)
+}
+
+/// The cases with the store and tool tokens of another namespace (`cross_namespace`).
+pub(crate) fn cases_with(store_token: &str, tool_token: &str) -> Vec<Case> {
+    let req = |body: &[u8]| Req::store_as(body, store_token);
     use Expect::*;
     let unauth = Connect(401, "unauthenticated");
     let invalid = Connect(400, "invalid_argument");
     let bearer = |t: &str| format!("Bearer {t}").into_bytes();
     let auth_case = |name, value: Option<Vec<u8>>| Case {
         name,
-        bytes: Req::store(DELETE_ALL)
+        bytes: req(DELETE_ALL)
             .header("authorization", value.as_deref())
             .build(),
         expect: unauth,
     };
     let body_case = |name, body: Vec<u8>, expect| Case {
         name,
-        bytes: Req::store(&body).build(),
+        bytes: req(&body).build(),
         expect,
     };
-    let mut token_non_ascii = bearer(STORE_TOKEN);
+    let mut token_non_ascii = bearer(store_token);
     token_non_ascii.extend_from_slice(&[0xe9, 0xff]);
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     vec![
         // --- authentication (each carries a delete-everything body) ---
         auth_case("no authorization", None),
         auth_case("wrong token", Some(bearer("nope"))),
-        auth_case("tool token on the store", Some(bearer(TOOL_TOKEN))),
+        auth_case("tool token on the store", Some(bearer(tool_token))),
         auth_case("basic scheme", Some(b"Basic aGFyZGVuaW5nOnRva2Vu".to_vec())),
-        auth_case("lowercase scheme", Some(format!("bearer {STORE_TOKEN}").into_bytes())),
-        auth_case("token prefix", Some(bearer(&STORE_TOKEN[..10]))),
-        auth_case("token plus suffix", Some(bearer(&format!("{STORE_TOKEN}x")))),
+        auth_case("lowercase scheme", Some(format!("bearer {store_token}").into_bytes())),
+        auth_case("token prefix", Some(bearer(&store_token[..10]))),
+        auth_case("token plus suffix", Some(bearer(&format!("{store_token}x")))),
         auth_case("token with non-ASCII bytes", Some(token_non_ascii)),
         auth_case("empty bearer", Some(b"Bearer ".to_vec())),
         auth_case("32 KiB token", Some(bearer(&"t".repeat(32 * 1024)))),
         Case {
             name: "two authorization headers",
             bytes: {
-                let mut r = Req::store(DELETE_ALL);
+                let mut r = req(DELETE_ALL);
                 r.headers.push((b"authorization".to_vec(), bearer("nope")));
                 r.build()
             },
@@ -91,62 +97,62 @@ fn cases() -> Vec<Case> {
         // --- routing, methods, content types, Connect headers ---
         Case {
             name: "GET on the store",
-            bytes: Req { method: "GET", ..Req::store(b"") }.build(),
+            bytes: Req { method: "GET", ..req(b"") }.build(),
             expect: Connect(405, "unimplemented"),
         },
         Case {
             name: "DELETE on the store",
-            bytes: Req { method: "DELETE", ..Req::store(DELETE_ALL) }.build(),
+            bytes: Req { method: "DELETE", ..req(DELETE_ALL) }.build(),
             expect: Connect(405, "unimplemented"),
         },
         Case {
             name: "unknown procedure",
-            bytes: Req { path: b"/sdk.v1.SdkStoreCallbackService/DropAll".to_vec(), ..Req::store(DELETE_ALL) }.build(),
+            bytes: Req { path: b"/sdk.v1.SdkStoreCallbackService/DropAll".to_vec(), ..req(DELETE_ALL) }.build(),
             expect: Connect(404, "unimplemented"),
         },
         Case {
             name: "path traversal",
-            bytes: Req { path: b"/../../etc/passwd".to_vec(), ..Req::store(b"{}") }.build(),
+            bytes: Req { path: b"/../../etc/passwd".to_vec(), ..req(b"{}") }.build(),
             expect: Connect(404, "unimplemented"),
         },
         Case {
             name: "64 KiB path",
-            bytes: Req { path: format!("/{}", "p".repeat(64 * 1024)).into_bytes(), ..Req::store(b"{}") }.build(),
+            bytes: Req { path: format!("/{}", "p".repeat(64 * 1024)).into_bytes(), ..req(b"{}") }.build(),
             expect: ClientError,
         },
         Case {
             name: "non-ASCII bytes in the path",
-            bytes: Req { path: b"/sdk.v1.SdkStoreCallbackService/Call\xc3\xa9Store".to_vec(), ..Req::store(b"{}") }.build(),
+            bytes: Req { path: b"/sdk.v1.SdkStoreCallbackService/Call\xc3\xa9Store".to_vec(), ..req(b"{}") }.build(),
             expect: ClientError,
         },
         Case {
             name: "text/plain",
-            bytes: Req::store(DELETE_ALL).header("content-type", Some(b"text/plain")).build(),
+            bytes: req(DELETE_ALL).header("content-type", Some(b"text/plain")).build(),
             expect: Connect(415, "unimplemented"),
         },
         Case {
             name: "no content type",
-            bytes: Req::store(DELETE_ALL).header("content-type", None).build(),
+            bytes: req(DELETE_ALL).header("content-type", None).build(),
             expect: Connect(415, "unimplemented"),
         },
         Case {
             name: "non-ASCII content type",
-            bytes: Req::store(DELETE_ALL).header("content-type", Some(b"application/j\xf6son")).build(),
+            bytes: req(DELETE_ALL).header("content-type", Some(b"application/j\xf6son")).build(),
             expect: Connect(415, "unimplemented"),
         },
         Case {
             name: "unsupported content encoding",
-            bytes: Req::store(DELETE_ALL).header("content-encoding", Some(b"br")).build(),
+            bytes: req(DELETE_ALL).header("content-encoding", Some(b"br")).build(),
             expect: Connect(415, "unimplemented"),
         },
         Case {
             name: "protocol version 2",
-            bytes: Req::store(DELETE_ALL).header("connect-protocol-version", Some(b"2")).build(),
+            bytes: req(DELETE_ALL).header("connect-protocol-version", Some(b"2")).build(),
             expect: invalid,
         },
         Case {
             name: "bad timeout header",
-            bytes: Req::store(DELETE_ALL).header("connect-timeout-ms", Some(b"-5")).build(),
+            bytes: req(DELETE_ALL).header("connect-timeout-ms", Some(b"-5")).build(),
             expect: invalid,
         },
         // --- bodies ---
@@ -179,19 +185,19 @@ fn cases() -> Vec<Case> {
         body_case("empty id", store_body("agents", "get", r#"{"agentId":""}"#), invalid),
         Case {
             name: "invalid protobuf",
-            bytes: Req::store(b"\x0a\xff\xff\xff\xff\x0f").header("content-type", Some(b"application/proto")).build(),
+            bytes: req(b"\x0a\xff\xff\xff\xff\x0f").header("content-type", Some(b"application/proto")).build(),
             expect: invalid,
         },
         Case {
             name: "JSON sent as protobuf",
-            bytes: Req::store(DELETE_ALL).header("content-type", Some(b"application/proto")).build(),
+            bytes: req(DELETE_ALL).header("content-type", Some(b"application/proto")).build(),
             expect: invalid,
         },
         // --- sizes and compression (the daemon runs with a 64 KiB body limit) ---
         Case {
             name: "declared length over the limit, body never sent",
             bytes: {
-                let mut r = Req::store(b"").build();
+                let mut r = req(b"").build();
                 let at = r.windows(19).position(|w| w == b"content-length: 0\r\n").unwrap();
                 r.splice(at..at + 19, b"content-length: 1000000000\r\n".iter().copied());
                 r
@@ -201,34 +207,34 @@ fn cases() -> Vec<Case> {
         body_case("body over the limit", vec![b' '; 80 * 1024], Connect(429, "resource_exhausted")),
         Case {
             name: "chunked body over the limit",
-            bytes: Req::store(&vec![b' '; 80 * 1024]).chunked().build(),
+            bytes: req(&vec![b' '; 80 * 1024]).chunked().build(),
             expect: Connect(429, "resource_exhausted"),
         },
         Case {
             name: "gzip bomb (10 MiB of spaces)",
-            bytes: Req::store(&gzip(&vec![b' '; 10 << 20])).header("content-encoding", Some(b"gzip")).build(),
+            bytes: req(&gzip(&vec![b' '; 10 << 20])).header("content-encoding", Some(b"gzip")).build(),
             expect: Connect(429, "resource_exhausted"),
         },
         Case {
             name: "invalid gzip",
-            bytes: Req::store(b"\x1f\x8b\x08\x00garbage").header("content-encoding", Some(b"gzip")).build(),
+            bytes: req(b"\x1f\x8b\x08\x00garbage").header("content-encoding", Some(b"gzip")).build(),
             expect: invalid,
         },
         Case {
             name: "gzip of invalid JSON",
-            bytes: Req::store(&gzip(b"{nope")).header("content-encoding", Some(b"gzip")).build(),
+            bytes: req(&gzip(b"{nope")).header("content-encoding", Some(b"gzip")).build(),
             expect: invalid,
         },
         // --- the HTTP layer ---
         Case {
             name: "a 1 MiB header",
-            bytes: Req::store(DELETE_ALL).header("x-big", Some(&vec![b'a'; 1 << 20])).build(),
+            bytes: req(DELETE_ALL).header("x-big", Some(&vec![b'a'; 1 << 20])).build(),
             expect: Refused,
         },
         Case {
             name: "200 headers",
             bytes: {
-                let mut r = Req::store(DELETE_ALL);
+                let mut r = req(DELETE_ALL);
                 for i in 0..200 {
                     r.headers.push((format!("x-h{i}").into_bytes(), b"v".to_vec()));
                 }
@@ -238,13 +244,13 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "non-ASCII header name",
-            bytes: Req::store(DELETE_ALL).header("x-caf\u{e9}", Some(b"1")).build(),
+            bytes: req(DELETE_ALL).header("x-caf\u{e9}", Some(b"1")).build(),
             expect: Refused,
         },
         Case {
             name: "non-ASCII header value",
             // Legal bytes (obs-text); with a wrong token so a pass would show as a 200.
-            bytes: Req::store(DELETE_ALL)
+            bytes: req(DELETE_ALL)
                 .header("x-note", Some(b"caf\xc3\xa9 \xff"))
                 .header("authorization", Some(b"Bearer wr\xf6ng"))
                 .build(),
@@ -252,7 +258,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "NUL in a header value",
-            bytes: Req::store(DELETE_ALL).header("x-note", Some(b"a\0b")).build(),
+            bytes: req(DELETE_ALL).header("x-note", Some(b"a\0b")).build(),
             expect: Refused,
         },
         Case {
@@ -288,7 +294,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "content length and chunked",
             bytes: format!(
-                "POST {STORE_PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer {STORE_TOKEN}\r\n\
+                "POST {STORE_PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer {store_token}\r\n\
                  content-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n"
             )
             .into_bytes(),
@@ -297,7 +303,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "invalid chunk size",
             bytes: format!(
-                "POST {STORE_PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer {STORE_TOKEN}\r\n\
+                "POST {STORE_PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer {store_token}\r\n\
                  transfer-encoding: chunked\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"
             )
             .into_bytes(),
@@ -307,7 +313,10 @@ fn cases() -> Vec<Case> {
 }
 
 /// Checks one outcome against its expectation.
-fn judge(expect: Expect, outcome: &std::io::Result<Option<Reply>>) -> Result<(), String> {
+pub(crate) fn judge(
+    expect: Expect,
+    outcome: &std::io::Result<Option<Reply>>,
+) -> Result<(), String> {
     let reply = match outcome {
         Ok(Some(reply)) => reply,
         Ok(None) | Err(_) => {
@@ -345,7 +354,7 @@ fn judge(expect: Expect, outcome: &std::io::Result<Option<Reply>>) -> Result<(),
 
 /// Sends `case` on `conn` (reusing it when possible), retrying once on a fresh connection
 /// if a reused one turned out to be closed.
-async fn exchange(
+pub(crate) async fn exchange(
     addr: std::net::SocketAddr,
     conn: &mut Option<Conn>,
     bytes: &[u8],
@@ -373,14 +382,19 @@ async fn exchange(
 }
 
 #[derive(Default)]
-struct Tally {
-    sent: usize,
-    by_case: BTreeMap<&'static str, usize>,
-    failures: Vec<String>,
+pub(crate) struct Tally {
+    pub sent: usize,
+    pub by_case: BTreeMap<&'static str, usize>,
+    pub failures: Vec<String>,
 }
 
 /// Fires `total` requests from `workers` concurrent clients, cycling through the cases.
-async fn storm(daemon: &Daemon, cases: &Arc<Vec<Case>>, total: usize, workers: usize) -> Tally {
+pub(crate) async fn storm(
+    daemon: &Daemon,
+    cases: &Arc<Vec<Case>>,
+    total: usize,
+    workers: usize,
+) -> Tally {
     let tally = Arc::new(Mutex::new(Tally::default()));
     let addr = daemon.addr;
     let tasks: Vec<_> = (0..workers)
