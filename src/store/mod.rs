@@ -63,6 +63,28 @@ impl Namespace {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A namespace name as a user writes one (config, `--namespace`): 1 to 63 of `a-z`,
+    /// `0-9`, `-` and `_`, starting with a letter or digit. Names become metric labels and
+    /// appear in file names and logs, so nothing that needs quoting is allowed.
+    pub fn parse(name: &str) -> Result<Namespace, String> {
+        let ok = (1..=63).contains(&name.len())
+            && name
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if ok {
+            Ok(Namespace::new(name))
+        } else {
+            Err(format!(
+                "namespace name {name:?} must be 1 to 63 of a-z, 0-9, - and _, starting with a \
+                 letter or digit"
+            ))
+        }
+    }
 }
 
 impl Default for Namespace {
