@@ -168,13 +168,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "export")?;
-            callbackd::transfer::jsonl_export::command(&config.store.path, &args.dir)
+            callbackd::transfer::jsonl_export::command(
+                &config.store.path,
+                &args.namespace,
+                &args.dir,
+            )
         }
         Command::Import(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "import")?;
             callbackd::transfer::jsonl_import::command(
                 &config.store.sqlite_options(),
+                &args.namespace,
                 &args.dir,
                 args.replace,
             )
