@@ -163,7 +163,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Backup(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "backup")?;
-            callbackd::transfer::backup::command(&config.store.path, &args.path, args.force)
+            callbackd::transfer::backup::command(
+                &config.store.path,
+                &args.path,
+                args.force,
+                args.namespace.as_ref(),
+            )
         }
         Command::Export(args) => {
             let config = load(&args.config)?;

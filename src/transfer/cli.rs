@@ -7,7 +7,7 @@ use clap::Args;
 use crate::cli::ConfigArgs;
 use crate::store::Namespace;
 
-/// `callbackd backup [--force] PATH`
+/// `callbackd backup [--force] [--namespace NAME] PATH`
 #[derive(Debug, Args, Clone)]
 pub struct BackupArgs {
     #[command(flatten)]
@@ -15,6 +15,11 @@ pub struct BackupArgs {
     /// Replace PATH if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Keep only this namespace's rows in the copy (agents, runs, events, checkpoints, memory
+    /// notes, tool calls, approvals, ...). Without it the copy is the whole database: every
+    /// namespace.
+    #[arg(long, value_name = "NAME", value_parser = parse_namespace)]
+    pub namespace: Option<Namespace>,
     /// Where to write the copy (a new SQLite file).
     pub path: PathBuf,
 }
