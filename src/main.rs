@@ -214,18 +214,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Backup(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "backup")?;
-            callbackd::transfer::backup::command(&config.store.path, &args.path, args.force)
+            callbackd::transfer::backup::command(
+                &config.store.path,
+                &args.path,
+                args.force,
+                args.namespace.as_ref(),
+            )
         }
         Command::Export(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "export")?;
-            callbackd::transfer::jsonl_export::command(&config.store.path, &args.dir)
+            callbackd::transfer::jsonl_export::command(
+                &config.store.path,
+                &args.namespace,
+                &args.dir,
+            )
         }
         Command::Import(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "import")?;
             callbackd::transfer::jsonl_import::command(
                 &config.store.sqlite_options(),
+                &args.namespace,
                 &args.dir,
                 args.replace,
             )
