@@ -32,7 +32,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ArgsFormat::Argv)]
         format: ArgsFormat,
         /// The namespace the bridge is for (`[[namespaces]]`; docs/namespaces.md).
-        #[arg(long, value_name = "NAME", default_value = "default", value_parser = parse_namespace)]
+        #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::transfer::cli::parse_namespace)]
         namespace: crate::store::Namespace,
     },
     /// Print each namespace's usage (agents, runs, events, stored bytes) against its quotas,
@@ -112,7 +112,7 @@ pub struct RunArgs {
     pub ready_file: Option<PathBuf>,
     /// The namespace whose tokens the bridge gets and whose run API drives it
     /// (`[[namespaces]]`; docs/namespaces.md).
-    #[arg(long, value_name = "NAME", default_value = "default", value_parser = parse_namespace)]
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::transfer::cli::parse_namespace)]
     pub namespace: crate::store::Namespace,
     /// Seconds the bridge gets to exit after SIGINT/SIGTERM before its process group is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
@@ -141,11 +141,6 @@ pub struct CopyStoreArgs {
     /// Rows per read and per write transaction.
     #[arg(long, default_value_t = 1000)]
     pub batch: usize,
-}
-
-/// `--namespace NAME`, checked like a configured name.
-pub fn parse_namespace(s: &str) -> Result<crate::store::Namespace, String> {
-    crate::store::Namespace::parse(s)
 }
 
 /// Where the configuration comes from, with command-line overrides.
