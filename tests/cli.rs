@@ -817,3 +817,188 @@ fn a_bad_namespace_name_is_refused_naming_the_flag_and_nothing_is_written() {
     let out = w.run(&["export", "--db", db_arg, "--namespace", &longest, "new-dir"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+// Namespaces: reload without a restart, `callbackd namespaces`, `bridge-args --namespace`.
+
+/// The status of a request to the daemon at `addr`, with `token` as bearer.
+fn status_of(addr: &str, method: &str, path: &str, token: &str, body: &str) -> u16 {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+const STORE: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
+const LIST: &str = r#"{"substore":"agents","method":"list","input":{}}"#;
+
+fn namespace_toml(name: &str, version: u32, extra: &str) -> String {
+    format!(
+        "[[namespaces]]\nname = \"{name}\"\nstore_token = \"{name}-store-v{version}-0123456789\"\n\
+         tool_token = \"{name}-tool-v{version}-0123456789\"\n{extra}\n"
+    )
+}
+
+#[test]
+fn sighup_and_a_changed_token_file_reload_the_namespaces_without_a_restart() {
+    let w = World::new();
+    let config = w.cwd.join("callbackd.toml");
+    let base = "[store]\npath = \"data/callbackd.db\"\n";
+    std::fs::write(w.cwd.join("a.api"), "a-api-v1-0123456789\n").unwrap();
+    let a = namespace_toml("a", 1, "api_token_file = \"a.api\"");
+    std::fs::write(&config, format!("{base}{a}")).unwrap();
+    let mut daemon = w.serve(&["--config", config.to_str().unwrap()]);
+    let addr = daemon.addr();
+    let pid = nix::unistd::Pid::from_raw(daemon.child.id() as i32);
+    assert_eq!(
+        status_of(&addr, "GET", "/v1/sessions", "a-api-v1-0123456789", ""),
+        200
+    );
+
+    // 1. The token file changes: the daemon notices on its own.
+    std::fs::write(w.cwd.join("a.api"), "a-api-v2-0123456789\n").unwrap();
+    daemon.wait_line("a token file changed");
+    daemon.wait_line("reloaded namespaces and tokens");
+    assert_eq!(
+        status_of(&addr, "GET", "/v1/sessions", "a-api-v1-0123456789", ""),
+        401
+    );
+    assert_eq!(
+        status_of(&addr, "GET", "/v1/sessions", "a-api-v2-0123456789", ""),
+        200
+    );
+
+    // 2. SIGHUP after the config gained a namespace and rotated a's store token. The poll
+    // would notice the file too; whichever reloads first, both end in the same state.
+    let b = namespace_toml("b", 1, "");
+    let a2 = namespace_toml("a", 2, "api_token_file = \"a.api\"");
+    std::fs::write(&config, format!("{base}{a2}{b}")).unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST) != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b never got in: {:#?}",
+            daemon.seen
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v1-0123456789", LIST),
+        401
+    );
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v2-0123456789", LIST),
+        200
+    );
+    assert!(
+        daemon.child.try_wait().unwrap().is_none(),
+        "SIGHUP did not stop the daemon"
+    );
+
+    // 3. An invalid config (b's tool token is a's store token) is refused whole.
+    let clash = namespace_toml("b", 1, "").replace("b-tool-v1", "a-store-v2");
+    std::fs::write(&config, format!("{base}{a2}{clash}")).unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let refused = daemon.wait_line("reload refused");
+    assert!(refused.contains("namespaces[b].tool_token"), "{refused}");
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST),
+        200
+    );
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v2-0123456789", LIST),
+        200
+    );
+}
+
+#[test]
+fn namespaces_prints_each_namespaces_usage_against_its_quotas() {
+    let w = World::new();
+    let db = w.cwd.join("data.db");
+    fill(&db, &[("a", "tag-a"), ("b", "tag-b")]);
+    let config = w.cwd.join("c.toml");
+    let a = namespace_toml(
+        "a",
+        1,
+        "[namespaces.quotas]\nmax_agents = 5\nmax_stored_bytes = 1000000",
+    );
+    let c = namespace_toml("c", 1, "");
+    std::fs::write(&config, format!("[store]\npath = \"data.db\"\n{a}{c}")).unwrap();
+    let out = w.run(&["namespaces", "--config", config.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = |ns: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(ns))
+            .unwrap_or_else(|| panic!("no line for {ns}: {text}"))
+            .to_string()
+    };
+    assert!(line("a").contains("1/5"), "{text}");
+    assert!(line("b").contains("(not configured)"), "{text}");
+    assert!(line("c").split_whitespace().nth(1) == Some("0"), "{text}");
+    let out = w.run(&["namespaces", "--json", "--config", config.to_str().unwrap()]);
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let a = rows.iter().find(|r| r["namespace"] == "a").unwrap();
+    assert_eq!(a["agents"], 1);
+    assert_eq!(a["configured"], true);
+    assert_eq!(a["quotas"]["max_agents"], 5);
+    assert!(a["stored_bytes"].as_u64().unwrap() > 0, "{a}");
+    assert!(rows
+        .iter()
+        .any(|r| r["namespace"] == "b" && r["configured"] == false));
+}
+
+#[test]
+fn bridge_args_of_a_namespace_are_its_own_tokens() {
+    let w = World::new();
+    let config = w.cwd.join("c.toml");
+    let a = namespace_toml("a", 1, "");
+    std::fs::write(
+        &config,
+        format!("[server]\nlisten = \"127.0.0.1:7999\"\n[store]\npath = \"x.db\"\n{a}"),
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let out = w.run(&[
+        "bridge-args",
+        "--config",
+        c,
+        "--namespace",
+        "a",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let text = args.to_string();
+    assert!(
+        text.contains("a-store-v1-0123456789") && text.contains("a-tool-v1-0123456789"),
+        "{text}"
+    );
+    let out = w.run(&["bridge-args", "--config", c, "--namespace", "zz"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("namespace \"zz\" is not configured"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("[[namespaces]] has a"),
+        "names the configured ones: {}",
+        stderr(&out)
+    );
+}

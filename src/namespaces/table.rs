@@ -124,7 +124,7 @@ impl Table {
             .settings
             .insert(ns.clone(), Arc::new(Settings::default()));
         let mut labels: HashMap<Namespace, String> = HashMap::new();
-        labels.insert(ns.clone(), "the default namespace".into());
+        labels.insert(ns.clone(), "namespaces[default]".into());
         for (i, entry) in config.namespaces.iter().enumerate() {
             let ns = entry.namespace(i)?;
             let label = entry.label(i);
@@ -220,6 +220,15 @@ impl Table {
         for e in &self.entries {
             if let Some(first) = seen.insert(e.token.expose(), e) {
                 let name = |x: &Entry| {
+                    if x.ns == Namespace::default() {
+                        let key = match x.role {
+                            TokenRole::Store => "auth.store_token",
+                            TokenRole::Tool => "auth.tool_token",
+                            TokenRole::Api => "api.token",
+                            TokenRole::ApiRead => "api.read_token",
+                        };
+                        return format!("{key} (the default namespace's)");
+                    }
                     format!(
                         "{}.{}",
                         labels.get(&x.ns).map_or(x.ns.as_str(), String::as_str),
@@ -275,5 +284,159 @@ impl Table {
         let mut names: Vec<_> = self.settings.keys().cloned().collect();
         names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_tokens() -> Tokens {
+        let s = |x: &str| Secret::new(format!("default-{x}-0123456789"));
+        Tokens {
+            store: s("store"),
+            tool: s("tool"),
+            api: s("api"),
+            api_read: Some(s("read")),
+        }
+    }
+
+    fn config(toml: &str) -> Config {
+        toml::from_str(toml).unwrap_or_else(|e| panic!("{toml}: {e}"))
+    }
+
+    fn build(toml: &str) -> Result<Table, String> {
+        let env = |k: &str| (k == "B_STORE").then(|| "b-store-from-env-012345".to_string());
+        Table::build(&config(toml), &default_tokens(), &env).map_err(|e| e.to_string())
+    }
+
+    const TWO: &str = r#"
+[[namespaces]]
+name = "a"
+store_token = "a-store-0123456789"
+tool_token = "a-tool-0123456789"
+api_token = "a-api-0123456789"
+tools = ["echo"]
+[namespaces.quotas]
+max_agents = 3
+[[namespaces]]
+name = "b"
+store_token_env = "B_STORE"
+tool_token = "b-tool-0123456789"
+"#;
+
+    #[test]
+    fn each_token_grants_one_namespace_and_one_role() {
+        let t = build(TWO).unwrap();
+        let ns = |n: &str| Namespace::new(n);
+        assert_eq!(
+            t.token_of(&ns("b"), TokenRole::Store).unwrap().expose(),
+            "b-store-from-env-012345"
+        );
+        assert_eq!(t.tokens(TokenRole::Store).len(), 3, "default, a, b");
+        assert_eq!(t.tokens(TokenRole::Api).len(), 2, "b has no run API token");
+        let a = &t.settings[&ns("a")];
+        assert!(a.allows("echo") && !a.allows("memory"));
+        assert_eq!(a.quotas.max_agents, Some(3));
+        assert!(t.settings[&ns("b")].allows("memory"));
+        assert_eq!(t.names().len(), 3);
+    }
+
+    #[test]
+    fn bad_namespaces_are_refused_naming_the_namespace_and_the_key() {
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"s-0123456789\"\ntool_token = \"t-0123456789\"\n\
+                 [[namespaces]]\nname = \"a\"\nstore_token = \"s2-0123456789\"\ntool_token = \"t2-0123456789\"\n",
+                &["namespaces[a]", "more than one namespace"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"same-0123456789\"\ntool_token = \"t-0123456789\"\n\
+                 [[namespaces]]\nname = \"b\"\nstore_token = \"s-0123456789\"\ntool_token = \"same-0123456789\"\n",
+                &["namespaces[b].tool_token", "namespaces[a].store_token", "same token"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"same-0123456789\"\ntool_token = \"same-0123456789\"\n",
+                &["namespaces[a].tool_token", "namespaces[a].store_token"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"default-api-0123456789\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[a].store_token", "api.token (the default namespace's)"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"s-0123456789\"\ntool_token = \"t-0123456789\"\n\
+                 [namespaces.quotas]\nmax_agents = 0\n",
+                &["namespaces[a].quotas.max_agents", "at least 1"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"s-0123456789\"\ntool_token = \"t-0123456789\"\n\
+                 [namespaces.quotas]\nmax_events_per_run = -5\n",
+                &["namespaces[a].quotas.max_events_per_run", "-5"],
+            ),
+            (
+                "[[namespaces]]\nname = \"A b\"\nstore_token = \"s-0123456789\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[A b]", "namespace name"],
+            ),
+            (
+                "[[namespaces]]\nstore_token = \"s-0123456789\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[#0]", "name is missing"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[a]", "store_token is missing"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"s-0123456789\"\nstore_token_env = \"X\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[a]", "only one of store_token"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token_env = \"NOT_SET_ANYWHERE\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[a].store_token_env", "NOT_SET_ANYWHERE"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"has space\"\ntool_token = \"t-0123456789\"\n",
+                &["namespaces[a].store_token", "visible ASCII"],
+            ),
+            (
+                "[[namespaces]]\nname = \"default\"\nstore_token = \"s-0123456789\"\n",
+                &["namespaces[default].store_token", "[auth]"],
+            ),
+            (
+                "[[namespaces]]\nname = \"a\"\nstore_token = \"s-0123456789\"\ntool_token = \"t-0123456789\"\n\
+                 [namespaces.bridge]\ndefault_model = \"x\"\n",
+                &["namespaces[a].bridge.url is missing"],
+            ),
+        ];
+        for (toml, wanted) in cases {
+            let err = build(toml)
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {toml}"));
+            for w in *wanted {
+                assert!(err.contains(w), "{toml}\nerror {err:?} does not name {w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_default_entry_refines_the_default_namespace() {
+        let t = build(
+            "[[namespaces]]\nname = \"default\"\ntools = [\"echo\"]\n[namespaces.quotas]\nmax_agents = 7\n",
+        )
+        .unwrap();
+        let d = &t.settings[&Namespace::default()];
+        assert_eq!(d.quotas.max_agents, Some(7));
+        assert!(!d.allows("memory"));
+        assert_eq!(t.tokens(TokenRole::Store).len(), 1);
+    }
+
+    #[test]
+    fn an_allowlist_naming_an_unknown_tool_is_refused() {
+        let t = build(TWO).unwrap();
+        t.check_tools(&|n| n == "echo").unwrap();
+        let err = t.check_tools(&|n| n == "memory").unwrap_err().to_string();
+        assert!(
+            err.contains("namespaces[a].tools") && err.contains("\"echo\""),
+            "{err}"
+        );
     }
 }
