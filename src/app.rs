@@ -10,14 +10,19 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::api::bridge::{BridgeClient, BridgeSlot};
+use crate::api::bridge::Bridges;
 use crate::api::{ApiState, ApiTokens};
 use crate::auth::TokenSet;
+use crate::bridge::BridgeArgs;
 use crate::config::Config;
 use crate::connect::UnaryLimits;
 use crate::metrics::{Metrics, StoreSizes};
+use crate::namespaces::quota::QuotaGate;
+use crate::namespaces::reload::{ReloadSource, Reloader};
+use crate::namespaces::{Namespaces, Table, TokenRole};
 use crate::rpc::{self, RpcState};
 use crate::server::{self, ServerLimits};
+use crate::store::Namespace;
 use crate::store::{RunRecords, Store};
 use crate::tokens::{self, Tokens};
 use crate::tools::builtin::builtins;
@@ -37,12 +42,15 @@ pub struct App {
     /// `[bridge]` defaults for a bridge attached later (model, API key).
     bridge_defaults: (String, String),
     db: std::path::PathBuf,
+    namespaces: Namespaces,
+    reloader: Reloader,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
 pub struct AppBuilder {
     config: Config,
     tools: Vec<Arc<dyn Tool>>,
+    reload: Option<ReloadSource>,
 }
 
 impl App {
@@ -51,6 +59,7 @@ impl App {
         AppBuilder {
             config,
             tools: Vec::new(),
+            reload: None,
         }
     }
 
@@ -69,8 +78,37 @@ impl App {
         base_url(self.addr)
     }
 
+    /// The default namespace's tokens (as resolved at startup).
     pub fn tokens(&self) -> &Tokens {
         &self.tokens
+    }
+
+    /// The namespaces in force.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.namespaces
+    }
+
+    /// Reloads namespaces and tokens (what SIGHUP does; tests call it directly).
+    pub fn reloader(&self) -> Reloader {
+        self.reloader.clone()
+    }
+
+    /// The flags that point a bridge at namespace `ns` of this daemon.
+    pub fn bridge_args(&self, ns: &Namespace) -> anyhow::Result<BridgeArgs> {
+        let table = self.namespaces.table();
+        let token = |role| {
+            table.token_of(ns, role).cloned().with_context(|| {
+                format!(
+                    "namespace {:?} is not configured ([[namespaces]])",
+                    ns.as_str()
+                )
+            })
+        };
+        Ok(BridgeArgs {
+            url: self.base_url(),
+            store_token: token(TokenRole::Store)?,
+            tool_token: token(TokenRole::Tool)?,
+        })
     }
 
     pub fn store(&self) -> Arc<dyn Store> {
@@ -111,6 +149,11 @@ impl App {
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         self.tools.run_on(tokio::runtime::Handle::current());
         self.api.start();
+        let reload = tokio::spawn(self.reloader.clone().watch());
+        let usage = tokio::spawn(crate::namespaces::usage::feed_metrics(
+            self.api.records().clone(),
+            self.api.metrics().clone(),
+        ));
         let retention = self.retention.map(|(age, interval, batch)| {
             crate::api::retention::spawn_periodic(
                 self.api.records().clone(),
@@ -130,6 +173,8 @@ impl App {
         if let Some(task) = retention {
             task.abort();
         }
+        reload.abort();
+        usage.abort();
         Ok(())
     }
 }
@@ -145,6 +190,13 @@ impl AppBuilder {
     /// [`tool`](Self::tool) for a tool that is already shared.
     pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
         self.tools.push(tool);
+        self
+    }
+
+    /// Reloads namespaces and tokens from `source` on SIGHUP and when its file (or a token
+    /// file) changes (`callbackd serve` and `run` set it; without it nothing reloads).
+    pub fn reload_from(mut self, source: ReloadSource) -> Self {
+        self.reload = Some(source);
         self
     }
 
@@ -176,6 +228,7 @@ impl AppBuilder {
         })?;
         tracing::info!(path = %db.display(), "database");
         let tokens = tokens::resolve(&config.auth, &config.api, db)?;
+        let table = Table::build(&config, &tokens, &|k| std::env::var(k).ok())?;
         let store = config.store.backend().open().await?;
         let records: Arc<dyn RunRecords> = store.clone().run_records();
         let approval_records = store.clone().approval_records();
@@ -204,9 +257,23 @@ impl AppBuilder {
             tools = %registry.names().collect::<Vec<_>>().join(","),
             "custom tools registered"
         );
+        let registry = Arc::new(registry);
+        let serves = {
+            let registry = registry.clone();
+            Arc::new(move |name: &str| registry.get(name).is_some())
+        };
+        table.check_tools(&*serves)?;
+        let bridges = Bridges::default();
+        bridges
+            .configure(&table)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if config.namespaces.iter().any(|n| n.name != "default") {
+            tracing::info!(namespaces = %table.names().iter().map(|n| n.as_str()).collect::<Vec<_>>().join(","), "namespaces");
+        }
+        let namespaces = Namespaces::new(table);
         let s = &config.server;
         let metrics = metrics_for(&config, &tokens, store.as_ref())?;
-        let tools = rpc::tools::ToolService::new(Arc::new(registry));
+        let tools = rpc::tools::ToolService::new(registry);
         let state = RpcState {
             store: store.clone(),
             tools: tools.clone(),
@@ -217,48 +284,20 @@ impl AppBuilder {
             records: Some(records.clone()),
             approvals: Some(approvals.clone()),
             metrics: metrics.clone(),
+            quotas: QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone()),
+            namespaces: namespaces.clone(),
         };
-        let bridge = BridgeSlot::default();
-        if let Some(url) = &config.bridge.url {
-            let token = match (&config.bridge.token, &config.bridge.token_file) {
-                (Some(t), _) => Some(t.expose().to_string()),
-                (None, Some(path)) => Some(
-                    std::fs::read_to_string(path)
-                        .with_context(|| format!("bridge.token_file {}", path.display()))?
-                        .trim()
-                        .to_string(),
-                ),
-                (None, None) => None,
-            };
-            let client = BridgeClient::new(
-                url,
-                token,
-                config.bridge.default_cwd.clone(),
-                config.bridge_model(),
-                config.bridge_api_key(),
-            )
-            .map_err(|e| anyhow::anyhow!("bridge.url: {e}"))?;
-            bridge.attach(client);
-        }
         let api = ApiState::new(crate::api::ApiParts {
             store: store.clone(),
             records,
             config: config.api.clone(),
             tokens: ApiTokens {
-                write: TokenSet::single(tokens.api.clone()),
-                read: TokenSet::new(
-                    tokens
-                        .api_read
-                        .iter()
-                        .map(|t| (t.clone(), crate::store::Namespace::default()))
-                        .collect(),
-                ),
-                bridge: TokenSet::new(vec![
-                    (tokens.store.clone(), Default::default()),
-                    (tokens.tool.clone(), Default::default()),
-                ]),
+                write: namespaces.api_tokens().clone(),
+                read: namespaces.api_read_tokens().clone(),
+                bridge: namespaces.bridge_tokens().clone(),
             },
-            bridge,
+            bridges: bridges.clone(),
+            namespaces: namespaces.clone(),
             tools: tools.clone(),
             metrics: metrics.clone(),
             approvals,
@@ -273,10 +312,16 @@ impl AppBuilder {
         };
         let router = rpc::router(
             state,
-            TokenSet::single(tokens.store.clone()),
-            TokenSet::single(tokens.tool.clone()),
+            namespaces.store_tokens().clone(),
+            namespaces.tool_tokens().clone(),
             crate::api::router(api.clone()),
         );
+        let reloader = Reloader {
+            namespaces: namespaces.clone(),
+            bridges,
+            serves,
+            source: self.reload,
+        };
         Ok(App {
             listener,
             addr,
@@ -294,6 +339,8 @@ impl AppBuilder {
             retention,
             bridge_defaults: (config.bridge_model(), config.bridge_api_key()),
             db: config.store.path.clone(),
+            namespaces,
+            reloader,
         })
     }
 }

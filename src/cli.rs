@@ -31,6 +31,18 @@ pub enum Command {
         config: ConfigArgs,
         #[arg(long, value_enum, default_value_t = ArgsFormat::Argv)]
         format: ArgsFormat,
+        /// The namespace the bridge is for (`[[namespaces]]`; docs/namespaces.md).
+        #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::transfer::cli::parse_namespace)]
+        namespace: crate::store::Namespace,
+    },
+    /// Print each namespace's usage (agents, runs, events, stored bytes) against its quotas,
+    /// read from the store.
+    Namespaces {
+        #[command(flatten)]
+        config: ConfigArgs,
+        /// One JSON object per namespace, one per line.
+        #[arg(long)]
+        json: bool,
     },
     /// Load and validate the configuration, print a summary, and exit.
     CheckConfig(ConfigArgs),
@@ -98,6 +110,10 @@ pub struct RunArgs {
     /// Write the bridge's ready JSON here (mode 0600) once it is ready; removed on exit.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// The namespace whose tokens the bridge gets and whose run API drives it
+    /// (`[[namespaces]]`; docs/namespaces.md).
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::transfer::cli::parse_namespace)]
+    pub namespace: crate::store::Namespace,
     /// Seconds the bridge gets to exit after SIGINT/SIGTERM before its process group is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub stop_timeout: u64,

@@ -68,6 +68,8 @@ pub struct Config {
     pub bridge: crate::api::config::BridgeConfig,
     pub retention: crate::api::config::RetentionConfig,
     pub metrics: crate::metrics::config::MetricsConfig,
+    /// `[[namespaces]]`: more bridges on this daemon (docs/namespaces.md).
+    pub namespaces: Vec<crate::namespaces::NamespaceConfig>,
 }
 
 /// A command tool's program given as a relative path, made absolute against `dir` (the
@@ -451,6 +453,9 @@ impl Config {
         {
             fix(p);
         }
+        for ns in &mut self.namespaces {
+            ns.rebase(&fix);
+        }
         for tool in &mut self.tools.command {
             if let Some(p) = tool.cwd.as_mut() {
                 fix(p);
@@ -515,20 +520,13 @@ impl Config {
 
     /// The model of sessions created without one.
     pub fn bridge_model(&self) -> String {
-        if self.bridge.default_model.is_empty() {
-            "composer-2".into()
-        } else {
-            self.bridge.default_model.clone()
-        }
+        self.bridge.model()
     }
 
     /// The API key passed with new sessions: `[bridge] api_key`, else `CURSOR_API_KEY` of
     /// the daemon's environment (the bridge may hold its own as well).
     pub fn bridge_api_key(&self) -> String {
-        match &self.bridge.api_key {
-            Some(k) => k.expose().to_string(),
-            None => std::env::var("CURSOR_API_KEY").unwrap_or_default(),
-        }
+        self.bridge.api_key()
     }
 
     /// Loads the configuration the way the daemon does: the file (if any), then the

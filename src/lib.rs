@@ -37,6 +37,7 @@ pub mod data_dir;
 pub mod error_chain;
 pub mod health;
 pub mod metrics;
+pub mod namespaces;
 pub mod rpc;
 pub mod secret;
 pub mod server;

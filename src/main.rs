@@ -28,17 +28,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(cli.serve)) {
         Command::Serve(args) => serve(&args),
         Command::Run(args) => run_bridge(args),
-        Command::BridgeArgs { config, format } => {
+        Command::BridgeArgs {
+            config,
+            format,
+            namespace,
+        } => {
             let config = load(&config)?;
-            // Never generated here: new tokens would be ones the running daemon rejects.
-            let tokens = tokens::find(&config.auth, &config.api, &config.store.path)?;
             let addr = config.server.listen_addr()?;
             anyhow::ensure!(
                 addr.port() != 0,
                 "bridge-args needs a fixed port, but server.listen is {addr}; \
                  use `callbackd run -- <bridge>` to pick a free port automatically"
             );
-            let args = BridgeArgs::new(&callbackd::app::base_url(addr), &tokens);
+            let url = callbackd::app::base_url(addr);
+            let named = callbackd::namespaces::table::bridge_tokens(&config, &namespace, &|k| {
+                std::env::var(k).ok()
+            })?;
+            let args = match named {
+                Some((store_token, tool_token)) => BridgeArgs {
+                    url,
+                    store_token,
+                    tool_token,
+                },
+                None => {
+                    // Never generated here: new tokens would be ones the running daemon rejects.
+                    let tokens = tokens::find(&config.auth, &config.api, &config.store.path)?;
+                    BridgeArgs::new(&url, &tokens)
+                }
+            };
             print!(
                 "{}",
                 match format {
@@ -160,21 +177,65 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Namespaces { config, json } => {
+            let config = load(&config)?;
+            let backend = config.store.backend();
+            if let Some(path) = backend.sqlite_path() {
+                anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
+            }
+            // Tokens are not needed to read usage: the table is built with placeholder
+            // default tokens, so this works before the daemon has ever run.
+            let placeholder = |s: &str| callbackd::secret::Secret::new(format!("(unused {s})"));
+            let default = tokens::Tokens {
+                store: placeholder("store"),
+                tool: placeholder("tool"),
+                api: placeholder("api"),
+                api_read: None,
+            };
+            let table =
+                callbackd::namespaces::Table::build(&config, &default, &|k| std::env::var(k).ok())?;
+            let rows = block_on(async {
+                let store = backend
+                    .open()
+                    .await
+                    .with_context(|| format!("opening {}", backend.describe()))?;
+                let records = store.run_records();
+                anyhow::Ok(callbackd::namespaces::usage::rows(&*records, &table).await?)
+            })??;
+            if json {
+                for row in &rows {
+                    println!("{}", serde_json::to_string(row)?);
+                }
+            } else {
+                print!("{}", callbackd::namespaces::usage::render(&rows));
+            }
+            Ok(())
+        }
         Command::Backup(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "backup")?;
-            callbackd::transfer::backup::command(&config.store.path, &args.path, args.force)
+            callbackd::transfer::backup::command(
+                &config.store.path,
+                &args.path,
+                args.force,
+                args.namespace.as_ref(),
+            )
         }
         Command::Export(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "export")?;
-            callbackd::transfer::jsonl_export::command(&config.store.path, &args.dir)
+            callbackd::transfer::jsonl_export::command(
+                &config.store.path,
+                &args.namespace,
+                &args.dir,
+            )
         }
         Command::Import(args) => {
             let config = load(&args.config)?;
             sqlite_only(&config, "import")?;
             callbackd::transfer::jsonl_import::command(
                 &config.store.sqlite_options(),
+                &args.namespace,
                 &args.dir,
                 args.replace,
             )
@@ -283,6 +344,15 @@ fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
     Ok(config)
 }
 
+/// A reload reads the configuration as `load` does now, from the same file and flags.
+fn reload_source(args: &ConfigArgs) -> callbackd::namespaces::reload::ReloadSource {
+    let args = args.clone();
+    callbackd::namespaces::reload::ReloadSource {
+        file: args.config.clone(),
+        load: std::sync::Arc::new(move || load(&args)),
+    }
+}
+
 fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
     let config = load(args)?;
     telemetry::init(&config.log);
@@ -290,8 +360,9 @@ fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let source = reload_source(args);
     runtime.block_on(async move {
-        let app = App::build(config).await?;
+        let app = App::builder(config).reload_from(source).build().await?;
         telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
         app.run_until(callbackd::shutdown::signal()).await
     })
@@ -308,7 +379,9 @@ fn run_bridge(args: callbackd::cli::RunArgs) -> anyhow::Result<()> {
         config.server.listen = supervisor::FREE_PORT_LISTEN.into();
     }
     telemetry::init(&config.log);
+    let source = reload_source(&args.config);
     let opts = RunOptions {
+        namespace: args.namespace,
         ready_file: args.ready_file,
         stop_timeout: std::time::Duration::from_secs(args.stop_timeout),
     };
@@ -316,6 +389,10 @@ fn run_bridge(args: callbackd::cli::RunArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let exit = runtime.block_on(supervisor::run(App::builder(config), bridge, opts))?;
+    let exit = runtime.block_on(supervisor::run(
+        App::builder(config).reload_from(source),
+        bridge,
+        opts,
+    ))?;
     Ok(exit.into_result()?)
 }

@@ -1,5 +1,6 @@
 //! The `callbackd` binary as a new user meets it: where it keeps its data with no config, how
-//! `bridge-args` finds the daemon's tokens, and what its messages say.
+//! `bridge-args` finds the daemon's tokens, what its messages say, and which namespace's rows
+//! `backup`, `export` and `import --namespace` move.
 //!
 //! Every test runs the binary with a fresh `XDG_DATA_HOME` and `HOME` and without any
 //! `CALLBACKD_*` variable, so nothing outside its temporary directories is read or written.
@@ -352,4 +353,652 @@ fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
         stderr(&out)
     );
     assert!(!w.data_dir().exists(), "nothing was created");
+}
+
+// `backup`, `export` and `import` with `--namespace`: each sees one namespace's rows only.
+
+/// Every table with an `ns` column, in the order of the migrations.
+const NS_TABLES: [&str; 9] = [
+    "agents",
+    "runs",
+    "run_events",
+    "checkpoints",
+    "memory_notes",
+    "tool_calls",
+    "event_meta",
+    "run_expiry",
+    "approvals",
+];
+
+/// The same ids in every namespace, and `tag` in the stored text so the rows can be told
+/// apart: per namespace an agent `same` (with a run, events, a blob, a memory note, a tool
+/// call, a snapshot note and an approval) and a finished run `old` whose events were pruned.
+fn fill(db: &Path, namespaces: &[(&str, &str)]) {
+    use callbackd::store::approvals::ApprovalRecord;
+    use callbackd::store::records::ToolCallStart;
+    use callbackd::store::sqlite::{SqliteOptions, SqliteStore};
+    use callbackd::{Namespace, Store, StoreCall};
+    use serde_json::json;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = std::sync::Arc::new(SqliteStore::open(&SqliteOptions::new(db)).unwrap());
+        for (name, tag) in namespaces {
+            let ns = Namespace::new(name);
+            let call = |substore: &str, method: &str, input: serde_json::Value| {
+                StoreCall::parse(substore, method, &input.to_string()).unwrap()
+            };
+            let agent = json!({
+                "agentId": "same", "cwd": format!("/ws/{tag}"), "status": "idle",
+                "activeRunId": null, "name": format!("agent of {tag}"),
+                "createdAt": 1_780_000_000_000i64, "updatedAt": 1_780_000_000_000i64,
+                "sdkMetadata": {"blobEncryptionKey": format!("key-of-{tag}")}
+            });
+            store
+                .call(&ns, call("agents", "create", json!({ "agent": agent })))
+                .await
+                .unwrap();
+            for (run_id, turn, status) in [("r1", 2, "running"), ("old", 1, "finished")] {
+                let run = json!({
+                    "runId": run_id, "requestId": null, "agentId": "same", "turnNumber": turn,
+                    "status": status, "model": {"id": "composer-2"}, "result": null,
+                    "error": null, "usageRef": null, "usage": null,
+                    "createdAt": 1_000 + turn, "updatedAt": 1_000 + turn, "startedAt": null,
+                    "endedAt": null, "startCheckpointRef": null, "latestCheckpointRef": null
+                });
+                store
+                    .call(&ns, call("runs", "create", json!({ "run": run })))
+                    .await
+                    .unwrap();
+                for i in 0..2 {
+                    let event = json!({"runId": run_id, "eventType": "run_stream_event",
+                                       "payload": {"text": format!("{tag} says {i}")}});
+                    store
+                        .call(&ns, call("runEvents", "append", event))
+                        .await
+                        .unwrap();
+                }
+            }
+            store
+                .call(
+                    &ns,
+                    call(
+                        "checkpoints",
+                        "create",
+                        json!({"agentId": "same", "blobId": "b1", "data": "AAECAw=="}),
+                    ),
+                )
+                .await
+                .unwrap();
+            let notes = store.tool_data();
+            let note = format!("note of {tag}");
+            notes.memory_set(&ns, "same", "k", &note, 10).await.unwrap();
+            let records = store.clone().run_records();
+            let start = ToolCallStart {
+                agent_id: "same".into(),
+                run_id: Some("r1".into()),
+                tool_call_id: Some("tc1".into()),
+                tool: "echo".into(),
+                started_at_ms: 5,
+            };
+            records.tool_call_started(&ns, start, false).await.unwrap();
+            records.snapshot_delta(&ns, "r1", 1, Some(3)).await.unwrap();
+            let approval = ApprovalRecord {
+                id: format!("approval-of-{tag}"),
+                ns: ns.clone(),
+                agent_id: "same".into(),
+                run_id: Some("r1".into()),
+                tool: "echo".into(),
+                tool_call_id: Some("tc1".into()),
+                args: json!({"tag": tag}),
+                created_at_ms: 5,
+                expires_at_ms: 10,
+                state: "pending".into(),
+                decided_by: None,
+                decided_at_ms: None,
+                reason: None,
+            };
+            store
+                .clone()
+                .approval_records()
+                .insert_approval(approval)
+                .await
+                .unwrap();
+        }
+        // Run `old` of every namespace is finished: its events go, run_expiry remembers them.
+        let pruned = store.clone().run_records().prune_batch(i64::MAX, 100).await;
+        assert_eq!(pruned.unwrap().runs, namespaces.len() as u64);
+    });
+}
+
+/// Every row of namespace `ns`, by table, as text (without the `ns` column and the row ids
+/// that differ between databases).
+fn rows_of(db: &Path, ns: &str) -> Vec<(String, Vec<String>)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    NS_TABLES
+        .iter()
+        .map(|table| {
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {table} WHERE ns = ?1"))
+                .unwrap();
+            let columns: Vec<String> = stmt.column_names().map(str::to_string).collect();
+            let mut rows: Vec<String> = stmt
+                .query_map([ns], |r| {
+                    let mut line = Vec::new();
+                    for (i, column) in columns.iter().enumerate() {
+                        if column == "ns" || (*table == "tool_calls" && column == "id") {
+                            continue;
+                        }
+                        let value: rusqlite::types::Value = r.get(i)?;
+                        line.push(format!("{column}={value:?}"));
+                    }
+                    Ok(line.join(" "))
+                })
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            rows.sort();
+            (table.to_string(), rows)
+        })
+        .collect()
+}
+
+/// The namespaces that have a row in any table.
+fn namespaces_in(db: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let union: Vec<String> = NS_TABLES
+        .iter()
+        .map(|t| format!("SELECT ns FROM {t}"))
+        .collect();
+    let sql = format!(
+        "SELECT DISTINCT ns FROM ({}) ORDER BY ns",
+        union.join(" UNION ")
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+/// Every file of an export directory, concatenated.
+fn export_text(dir: &Path) -> String {
+    ["agents", "runs", "run_events", "checkpoints"]
+        .iter()
+        .map(|f| std::fs::read_to_string(dir.join(format!("{f}.ndjson"))).unwrap())
+        .collect()
+}
+
+#[test]
+fn fill_writes_every_namespaced_table() {
+    // Guards the tests below: a table they leave empty would prove nothing.
+    let w = World::new();
+    let db = w.cwd.join("src.db");
+    fill(&db, &[("a", "alpha"), ("b", "beta")]);
+    for ns in ["a", "b"] {
+        for (table, rows) in rows_of(&db, ns) {
+            assert!(!rows.is_empty(), "no {table} rows in namespace {ns}");
+        }
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT m.name FROM sqlite_schema m WHERE m.type = 'table' AND EXISTS \
+             (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'ns') ORDER BY m.rowid",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        tables, NS_TABLES,
+        "a namespaced table the tests do not know"
+    );
+}
+
+#[test]
+fn export_of_one_namespace_holds_its_data_only_and_names_it() {
+    let w = World::new();
+    let db = w.cwd.join("src.db");
+    fill(&db, &[("a", "alpha"), ("b", "beta"), ("default", "deft")]);
+    let db_arg = db.to_str().unwrap();
+
+    let out = w.run(&["export", "--db", db_arg, "--namespace", "a", "out-a"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("namespace a: 1 agents, 2 runs, 2 run events, 1 checkpoint blobs"),
+        "{}",
+        stderr(&out)
+    );
+    let text = export_text(&w.cwd.join("out-a"));
+    assert!(
+        text.contains("alpha says 0") && text.contains("key-of-alpha"),
+        "{text}"
+    );
+    for other in ["beta", "deft"] {
+        assert!(!text.contains(other), "{other} in the export of a: {text}");
+    }
+
+    // Without --namespace: the default namespace, as before.
+    let out = w.run(&["export", "--db", db_arg, "out-default"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("namespace default: "),
+        "{}",
+        stderr(&out)
+    );
+    let text = export_text(&w.cwd.join("out-default"));
+    assert!(text.contains("deft says 1"), "{text}");
+    assert!(!text.contains("alpha") && !text.contains("beta"), "{text}");
+}
+
+#[test]
+fn import_into_another_namespace_leaves_every_other_one_as_it_was() {
+    let w = World::new();
+    let src = w.cwd.join("src.db");
+    fill(&src, &[("a", "alpha"), ("b", "beta")]);
+    let out = w.run(&[
+        "export",
+        "--db",
+        src.to_str().unwrap(),
+        "--namespace",
+        "a",
+        "out",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A second database whose namespaces a and b have the same ids as the export.
+    let db = w.cwd.join("dest.db");
+    fill(
+        &db,
+        &[
+            ("a", "second-a"),
+            ("b", "second-b"),
+            ("default", "second-default"),
+        ],
+    );
+    let others = ["a", "b", "default"];
+    let before: Vec<_> = others.iter().map(|ns| rows_of(&db, ns)).collect();
+    let db_arg = db.to_str().unwrap();
+    let substores = |rows: Vec<(String, Vec<String>)>| -> Vec<(String, Vec<String>)> {
+        rows.into_iter()
+            .filter(|(t, _)| ["agents", "runs", "run_events", "checkpoints"].contains(&t.as_str()))
+            .collect()
+    };
+    let src_a = substores(rows_of(&src, "a"));
+
+    for replace in [false, true] {
+        let mut args = vec!["import", "--db", db_arg, "--namespace", "c"];
+        if replace {
+            args.push("--replace");
+        }
+        args.push("out");
+        let out = w.run(&args);
+        assert!(out.status.success(), "replace {replace}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(
+                "1 agents, 2 runs, 2 run events, 1 checkpoint blobs imported into namespace c of "
+            ),
+            "{}",
+            stderr(&out)
+        );
+        // c has a's agents, runs, events and blobs, as they were in the first database.
+        assert_eq!(substores(rows_of(&db, "c")), src_a, "replace {replace}");
+        let after: Vec<_> = others.iter().map(|ns| rows_of(&db, ns)).collect();
+        assert_eq!(
+            after, before,
+            "replace {replace}: another namespace changed"
+        );
+        assert_eq!(namespaces_in(&db), ["a", "b", "c", "default"]);
+    }
+
+    // Again without --replace: refused, since c has those ids now (and a's are not c's).
+    let out = w.run(&["import", "--db", db_arg, "--namespace", "c", "out"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--replace"), "{}", stderr(&out));
+
+    // Without --namespace: into default, replacing default's agent and nothing of a, b or c.
+    let c_before = rows_of(&db, "c");
+    let out = w.run(&["import", "--db", db_arg, "--replace", "out"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("imported into namespace default of "),
+        "{}",
+        stderr(&out)
+    );
+    let agents_of_default = &rows_of(&db, "default")[0].1;
+    assert!(
+        agents_of_default[0].contains("key-of-alpha"),
+        "{agents_of_default:?}"
+    );
+    assert_eq!(rows_of(&db, "a"), before[0]);
+    assert_eq!(rows_of(&db, "b"), before[1]);
+    assert_eq!(rows_of(&db, "c"), c_before);
+}
+
+#[test]
+fn backup_of_one_namespace_holds_its_rows_only_and_passes_check() {
+    let w = World::new();
+    let db = w.cwd.join("src.db");
+    fill(&db, &[("a", "alpha"), ("b", "beta"), ("default", "deft")]);
+    let db_arg = db.to_str().unwrap();
+
+    let out = w.run(&["backup", "--db", db_arg, "--namespace", "a", "a.db"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let copy = w.cwd.join("a.db");
+    let kept = rows_of(&db, "a");
+    let kept_rows: usize = kept.iter().map(|(_, r)| r.len()).sum();
+    let all_rows: usize = ["a", "b", "default"]
+        .iter()
+        .flat_map(|ns| rows_of(&db, ns))
+        .map(|(_, r)| r.len())
+        .sum();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "namespace a only: {kept_rows} rows kept (agents 1, runs 2, run_events 2, \
+             checkpoints 1, memory_notes 1, tool_calls 1, event_meta 1, run_expiry 1, \
+             approvals 1), {} rows of other namespaces left out",
+            all_rows - kept_rows
+        )),
+        "{err}"
+    );
+    assert!(err.contains("quick_check ok"), "{err}");
+    assert_eq!(namespaces_in(&copy), ["a"]);
+    assert_eq!(rows_of(&copy, "a"), kept);
+    // Nothing of the others anywhere in the file (free pages included), nor beside it.
+    let bytes = std::fs::read(&copy).unwrap();
+    assert!(contains(&bytes, "key-of-alpha"));
+    for other in ["beta", "deft"] {
+        assert!(!contains(&bytes, other), "{other} is in the file");
+    }
+    let names: Vec<String> = std::fs::read_dir(&w.cwd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("a.db") || n.contains(".tmp"))
+        .collect();
+    assert_eq!(names, ["a.db"]);
+    assert_eq!(mode(&copy), 0o600);
+    // The source is untouched.
+    assert_eq!(namespaces_in(&db), ["a", "b", "default"]);
+
+    let out = w.run(&["check", "--db", "a.db"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("integrity_check: ok; checkpoint blobs: 1 checked, 0 corrupt"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A namespace without rows: a valid, empty backup that says so.
+    let out = w.run(&[
+        "backup",
+        "--db",
+        db_arg,
+        "--namespace",
+        "nobody",
+        "empty.db",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("namespace nobody only: 0 rows kept"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(namespaces_in(&w.cwd.join("empty.db")).is_empty());
+    let out = w.run(&["check", "--db", "empty.db"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
+#[test]
+fn backup_without_namespace_is_still_the_whole_database() {
+    let w = World::new();
+    let db = w.cwd.join("src.db");
+    fill(&db, &[("a", "alpha"), ("b", "beta"), ("default", "deft")]);
+    let out = w.run(&["backup", "--db", db.to_str().unwrap(), "all.db"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("rows kept"), "{}", stderr(&out));
+    let copy = w.cwd.join("all.db");
+    assert_eq!(namespaces_in(&copy), ["a", "b", "default"]);
+    for ns in ["a", "b", "default"] {
+        assert_eq!(rows_of(&copy, ns), rows_of(&db, ns), "namespace {ns}");
+    }
+    let help = stdout(&w.run(&["backup", "--help"]));
+    assert!(
+        help.contains("Without it the copy is the whole database"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_bad_namespace_name_is_refused_naming_the_flag_and_nothing_is_written() {
+    let w = World::new();
+    let db = w.cwd.join("src.db");
+    fill(&db, &[("a", "alpha")]);
+    let db_arg = db.to_str().unwrap();
+    let out = w.run(&["export", "--db", db_arg, "--namespace", "a", "out"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = rows_of(&db, "a");
+    let long = "a".repeat(64);
+    for bad in ["", "Alice", "-a", "a/b", "a b", long.as_str()] {
+        // `--namespace=-a`: as a separate word, clap takes `-a` for a flag.
+        let flag = format!("--namespace={bad}");
+        for args in [
+            ["backup", "--db", db_arg, &flag, "copy.db"],
+            ["export", "--db", db_arg, &flag, "new-dir"],
+            ["import", "--db", db_arg, &flag, "out"],
+        ] {
+            let out = w.run(&args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("invalid value '{bad}' for '--namespace <NAME>'"))
+                    && err.contains("a namespace name is 1 to 63 characters of a-z, 0-9"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(!w.cwd.join("copy.db").exists());
+    assert!(!w.cwd.join("new-dir").exists());
+    assert_eq!(namespaces_in(&db), ["a"]);
+    assert_eq!(rows_of(&db, "a"), before);
+    // The longest name is fine.
+    let longest = "z".repeat(63);
+    let out = w.run(&["export", "--db", db_arg, "--namespace", &longest, "new-dir"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+// Namespaces: reload without a restart, `callbackd namespaces`, `bridge-args --namespace`.
+
+/// The status of a request to the daemon at `addr`, with `token` as bearer.
+fn status_of(addr: &str, method: &str, path: &str, token: &str, body: &str) -> u16 {
+    let mut conn = TcpStream::connect(addr).unwrap();
+    write!(
+        conn,
+        "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+const STORE: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
+const LIST: &str = r#"{"substore":"agents","method":"list","input":{}}"#;
+
+fn namespace_toml(name: &str, version: u32, extra: &str) -> String {
+    format!(
+        "[[namespaces]]\nname = \"{name}\"\nstore_token = \"{name}-store-v{version}-0123456789\"\n\
+         tool_token = \"{name}-tool-v{version}-0123456789\"\n{extra}\n"
+    )
+}
+
+#[test]
+fn sighup_and_a_changed_token_file_reload_the_namespaces_without_a_restart() {
+    let w = World::new();
+    let config = w.cwd.join("callbackd.toml");
+    let base = "[store]\npath = \"data/callbackd.db\"\n";
+    std::fs::write(w.cwd.join("a.api"), "a-api-v1-0123456789\n").unwrap();
+    let a = namespace_toml("a", 1, "api_token_file = \"a.api\"");
+    std::fs::write(&config, format!("{base}{a}")).unwrap();
+    let mut daemon = w.serve(&["--config", config.to_str().unwrap()]);
+    let addr = daemon.addr();
+    let pid = nix::unistd::Pid::from_raw(daemon.child.id() as i32);
+    assert_eq!(
+        status_of(&addr, "GET", "/v1/sessions", "a-api-v1-0123456789", ""),
+        200
+    );
+
+    // 1. The token file changes: the daemon notices on its own.
+    std::fs::write(w.cwd.join("a.api"), "a-api-v2-0123456789\n").unwrap();
+    daemon.wait_line("a token file changed");
+    daemon.wait_line("reloaded namespaces and tokens");
+    assert_eq!(
+        status_of(&addr, "GET", "/v1/sessions", "a-api-v1-0123456789", ""),
+        401
+    );
+    assert_eq!(
+        status_of(&addr, "GET", "/v1/sessions", "a-api-v2-0123456789", ""),
+        200
+    );
+
+    // 2. SIGHUP after the config gained a namespace and rotated a's store token. The poll
+    // would notice the file too; whichever reloads first, both end in the same state.
+    let b = namespace_toml("b", 1, "");
+    let a2 = namespace_toml("a", 2, "api_token_file = \"a.api\"");
+    std::fs::write(&config, format!("{base}{a2}{b}")).unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST) != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b never got in: {:#?}",
+            daemon.seen
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v1-0123456789", LIST),
+        401
+    );
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v2-0123456789", LIST),
+        200
+    );
+    assert!(
+        daemon.child.try_wait().unwrap().is_none(),
+        "SIGHUP did not stop the daemon"
+    );
+
+    // 3. An invalid config (b's tool token is a's store token) is refused whole.
+    let clash = namespace_toml("b", 1, "").replace("b-tool-v1", "a-store-v2");
+    std::fs::write(&config, format!("{base}{a2}{clash}")).unwrap();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let refused = daemon.wait_line("reload refused");
+    assert!(refused.contains("namespaces[b].tool_token"), "{refused}");
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST),
+        200
+    );
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v2-0123456789", LIST),
+        200
+    );
+}
+
+#[test]
+fn namespaces_prints_each_namespaces_usage_against_its_quotas() {
+    let w = World::new();
+    let db = w.cwd.join("data.db");
+    fill(&db, &[("a", "tag-a"), ("b", "tag-b")]);
+    let config = w.cwd.join("c.toml");
+    let a = namespace_toml(
+        "a",
+        1,
+        "[namespaces.quotas]\nmax_agents = 5\nmax_stored_bytes = 1000000",
+    );
+    let c = namespace_toml("c", 1, "");
+    std::fs::write(&config, format!("[store]\npath = \"data.db\"\n{a}{c}")).unwrap();
+    let out = w.run(&["namespaces", "--config", config.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = |ns: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(ns))
+            .unwrap_or_else(|| panic!("no line for {ns}: {text}"))
+            .to_string()
+    };
+    assert!(line("a").contains("1/5"), "{text}");
+    assert!(line("b").contains("(not configured)"), "{text}");
+    assert!(line("c").split_whitespace().nth(1) == Some("0"), "{text}");
+    let out = w.run(&["namespaces", "--json", "--config", config.to_str().unwrap()]);
+    let rows: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let a = rows.iter().find(|r| r["namespace"] == "a").unwrap();
+    assert_eq!(a["agents"], 1);
+    assert_eq!(a["configured"], true);
+    assert_eq!(a["quotas"]["max_agents"], 5);
+    assert!(a["stored_bytes"].as_u64().unwrap() > 0, "{a}");
+    assert!(rows
+        .iter()
+        .any(|r| r["namespace"] == "b" && r["configured"] == false));
+}
+
+#[test]
+fn bridge_args_of_a_namespace_are_its_own_tokens() {
+    let w = World::new();
+    let config = w.cwd.join("c.toml");
+    let a = namespace_toml("a", 1, "");
+    std::fs::write(
+        &config,
+        format!("[server]\nlisten = \"127.0.0.1:7999\"\n[store]\npath = \"x.db\"\n{a}"),
+    )
+    .unwrap();
+    let c = config.to_str().unwrap();
+    let out = w.run(&[
+        "bridge-args",
+        "--config",
+        c,
+        "--namespace",
+        "a",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let args: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let text = args.to_string();
+    assert!(
+        text.contains("a-store-v1-0123456789") && text.contains("a-tool-v1-0123456789"),
+        "{text}"
+    );
+    let out = w.run(&["bridge-args", "--config", c, "--namespace", "zz"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("namespace \"zz\" is not configured"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("[[namespaces]] has a"),
+        "names the configured ones: {}",
+        stderr(&out)
+    );
 }

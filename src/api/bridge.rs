@@ -3,12 +3,15 @@
 //! supervises once its ready line arrives; `serve` attaches the one `[bridge]` names.
 //! Without one, the writes answer `501 not_implemented`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Value};
 
+use super::config::BridgeConfig;
 use super::problem::{Problem, ProblemCode};
 use crate::connect::client::{ClientError, ConnectClient, MessageStream};
+use crate::store::Namespace;
 
 const SERVICE: &str = "/sdk.v1.SdkAgentService/";
 
@@ -36,6 +39,28 @@ impl BridgeClient {
             default_model,
             api_key,
         })
+    }
+
+    /// From a configured bridge (`[bridge]`, `[namespaces.bridge]`), whose `url` is set.
+    pub fn from_config(cfg: &BridgeConfig) -> Result<Self, String> {
+        let url = cfg.url.as_deref().ok_or("url is not set")?;
+        let token = match (&cfg.token, &cfg.token_file) {
+            (Some(t), _) => Some(t.expose().to_string()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("token_file {}: {e}", path.display()))?
+                    .trim()
+                    .to_string(),
+            ),
+            (None, None) => None,
+        };
+        BridgeClient::new(
+            url,
+            token,
+            cfg.default_cwd.clone(),
+            cfg.model(),
+            cfg.api_key(),
+        )
     }
 
     /// From the bridge's ready JSON (`url`, `authTokenFile`, `workspaceRef`).
@@ -166,6 +191,64 @@ impl BridgeSlot {
                      and streams work without one",
                 )
             })
+    }
+}
+
+/// The bridge slot of every namespace. A namespace's slot is attached from its configured
+/// bridge (`[bridge]`, `[namespaces.bridge]`; re-attached on reload when that changes) or by
+/// `callbackd run --namespace N`, which supervises it.
+#[derive(Clone, Default)]
+pub struct Bridges {
+    inner: Arc<RwLock<HashMap<Namespace, BridgeSlot>>>,
+    /// What each configured slot was attached from, to tell a reload's changes.
+    configured: Arc<std::sync::Mutex<HashMap<Namespace, BridgeConfig>>>,
+}
+
+impl Bridges {
+    /// `ns`'s slot (created empty on first use).
+    pub fn slot(&self, ns: &Namespace) -> BridgeSlot {
+        if let Some(slot) = self.inner.read().unwrap_or_else(|p| p.into_inner()).get(ns) {
+            return slot.clone();
+        }
+        self.inner
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(ns.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// Attaches each namespace's configured bridge of `table` whose configuration is new or
+    /// changed, and detaches those whose configuration is gone. A slot attached by
+    /// `callbackd run` is left alone unless its namespace configures a bridge of its own.
+    pub fn configure(&self, table: &crate::namespaces::Table) -> Result<(), String> {
+        let mut configured = self.configured.lock().unwrap_or_else(|p| p.into_inner());
+        let mut clients = Vec::new();
+        for (ns, settings) in &table.settings {
+            let Some(cfg) = &settings.bridge else {
+                continue;
+            };
+            if configured.get(ns) == Some(cfg) {
+                continue;
+            }
+            let client = BridgeClient::from_config(cfg)
+                .map_err(|e| format!("namespaces[{}].bridge: {e}", ns.as_str()))?;
+            clients.push((ns.clone(), cfg.clone(), client));
+        }
+        let gone: Vec<Namespace> = configured
+            .keys()
+            .filter(|ns| table.settings.get(*ns).is_none_or(|s| s.bridge.is_none()))
+            .cloned()
+            .collect();
+        for ns in gone {
+            configured.remove(&ns);
+            self.slot(&ns).detach();
+        }
+        for (ns, cfg, client) in clients {
+            self.slot(&ns).attach(client);
+            configured.insert(ns, cfg);
+        }
+        Ok(())
     }
 }
 

@@ -8,7 +8,7 @@ use http::request::Parts;
 
 use super::problem::{Problem, ProblemCode};
 use super::ApiState;
-use crate::auth::TokenSet;
+use crate::auth::{TokenDigest, TokenSet};
 use crate::store::Namespace;
 
 /// What a token may do.
@@ -32,9 +32,33 @@ impl Role {
 pub struct Caller {
     pub ns: Namespace,
     pub role: Role,
+    /// The token that granted this, for a long-lived request (a stream) to notice that a
+    /// reload revoked it.
+    grant: Grant,
+}
+
+#[derive(Debug, Clone)]
+struct Grant {
+    set: TokenSet,
+    digest: TokenDigest,
 }
 
 impl Caller {
+    /// Resolves once the token this caller presented no longer grants its namespace (a
+    /// reload removed or rotated it); never, while it does.
+    pub async fn revoked(&self) {
+        let mut changes = self.grant.set.changes();
+        loop {
+            if !self.grant.set.still_grants(&self.grant.digest, &self.ns) {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                // The set is gone with the daemon: nothing will revoke this any more.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// `403 permission_denied` unless the caller may write.
     pub fn require_write(&self, what: &str) -> Result<(), Problem> {
         match self.role {
@@ -80,17 +104,17 @@ impl ApiTokens {
                 "the Authorization header must be `Bearer <api token>`",
             ));
         }
-        if let Some(ns) = self.write.authorize(presented) {
-            return Ok(Caller {
-                ns,
-                role: Role::Write,
-            });
-        }
-        if let Some(ns) = self.read.authorize(presented) {
-            return Ok(Caller {
-                ns,
-                role: Role::Read,
-            });
+        for (set, role) in [(&self.write, Role::Write), (&self.read, Role::Read)] {
+            if let Some((ns, digest)) = set.grant(presented) {
+                return Ok(Caller {
+                    ns,
+                    role,
+                    grant: Grant {
+                        set: set.clone(),
+                        digest,
+                    },
+                });
+            }
         }
         if self.bridge.authorize(presented).is_some() {
             return Err(Problem::new(

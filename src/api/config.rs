@@ -97,7 +97,7 @@ impl ApiConfig {
 /// `[bridge]`: a bridge started elsewhere that `callbackd serve` drives for the run API's
 /// writes (`POST /v1/sessions`, messages, cancel). `callbackd run` attaches to the bridge
 /// it supervises instead and ignores this section.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BridgeConfig {
     /// The bridge's Connect URL (its ready line's `url`), e.g. `http://127.0.0.1:7431`.
@@ -112,6 +112,26 @@ pub struct BridgeConfig {
     pub default_cwd: Option<String>,
     /// The API key passed to the bridge with each agent (the bridge may also have its own).
     pub api_key: Option<Secret>,
+}
+
+impl BridgeConfig {
+    /// The model of sessions created without one.
+    pub fn model(&self) -> String {
+        if self.default_model.is_empty() {
+            "composer-2".into()
+        } else {
+            self.default_model.clone()
+        }
+    }
+
+    /// The API key passed with new sessions: `api_key`, else `CURSOR_API_KEY` of the
+    /// daemon's environment (the bridge may hold its own as well).
+    pub fn api_key(&self) -> String {
+        match &self.api_key {
+            Some(k) => k.expose().to_string(),
+            None => std::env::var("CURSOR_API_KEY").unwrap_or_default(),
+        }
+    }
 }
 
 /// `[retention]`: how long the events of terminal runs are kept.

@@ -56,7 +56,7 @@ pub async fn send(
         .agent(&session)
         .await?
         .ok_or_else(|| no_session(&session))?;
-    let bridge = state.bridge().get()?;
+    let bridge = state.bridge(&caller.ns).get()?;
     let (mut stream, run_id, early) =
         start_turn(&state, &bridge, &reader, &session, &agent, &text).await?;
     let (tx, rx) = mpsc::channel::<String>(TOKEN_BUFFER);
@@ -97,7 +97,7 @@ pub async fn send(
     })?;
     runs::open(
         &state,
-        caller.ns.clone(),
+        caller,
         run_id,
         doc,
         0,
@@ -208,11 +208,11 @@ async fn resume(
     session: &str,
     agent: &Value,
 ) -> Result<(), Problem> {
-    let names = state.tools_of(session);
-    let (tools, _) = match declarations(state, names.as_deref()) {
+    let names = state.tools_of(reader.ns, session);
+    let (tools, _) = match declarations(state, reader.ns, names.as_deref()) {
         Ok(d) => d,
         // A tool the session had is gone from the config: declare what is there.
-        Err(_) => declarations(state, None)?,
+        Err(_) => declarations(state, reader.ns, None)?,
     };
     let cwd = agent
         .get("cwd")

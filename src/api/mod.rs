@@ -47,7 +47,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::rpc::tools::ToolService;
 use crate::store::{RunRecords, Store};
-use bridge::BridgeSlot;
+use bridge::{BridgeSlot, Bridges};
 use config::ApiConfig;
 use hub::FollowHub;
 use live_tokens::LiveTokens;
@@ -58,7 +58,8 @@ pub struct ApiParts {
     pub records: Arc<dyn RunRecords>,
     pub config: ApiConfig,
     pub tokens: ApiTokens,
-    pub bridge: BridgeSlot,
+    pub bridges: Bridges,
+    pub namespaces: crate::namespaces::Namespaces,
     pub tools: ToolService,
     pub metrics: crate::metrics::Metrics,
     pub approvals: crate::approvals::Approvals,
@@ -75,7 +76,8 @@ struct Inner {
     records: Arc<dyn RunRecords>,
     config: ApiConfig,
     tokens: ApiTokens,
-    bridge: BridgeSlot,
+    bridges: Bridges,
+    namespaces: crate::namespaces::Namespaces,
     tools: ToolService,
     metrics: crate::metrics::Metrics,
     approvals: crate::approvals::Approvals,
@@ -86,7 +88,7 @@ struct Inner {
     /// The tools each session was created with, so a resume after a bridge restart declares
     /// the same ones (sessions created elsewhere, or before a daemon restart, get every
     /// enabled tool of the registry).
-    session_tools: Mutex<HashMap<String, Vec<String>>>,
+    session_tools: Mutex<HashMap<(crate::store::Namespace, String), Vec<String>>>,
 }
 
 impl ApiState {
@@ -96,7 +98,8 @@ impl ApiState {
             records,
             config,
             tokens,
-            bridge,
+            bridges,
+            namespaces,
             tools,
             metrics,
             approvals,
@@ -108,7 +111,8 @@ impl ApiState {
                 records,
                 config,
                 tokens,
-                bridge,
+                bridges,
+                namespaces,
                 tools,
                 metrics,
                 approvals,
@@ -151,8 +155,19 @@ impl ApiState {
         &self.inner.tokens
     }
 
-    pub fn bridge(&self) -> &BridgeSlot {
-        &self.inner.bridge
+    /// The bridges of the namespaces, for the run API's writes.
+    pub fn bridges(&self) -> &Bridges {
+        &self.inner.bridges
+    }
+
+    /// The bridge of namespace `ns`.
+    pub fn bridge(&self, ns: &crate::store::Namespace) -> BridgeSlot {
+        self.inner.bridges.slot(ns)
+    }
+
+    /// The namespaces in force (tool allowlists).
+    pub fn namespaces(&self) -> &crate::namespaces::Namespaces {
+        &self.inner.namespaces
     }
 
     pub fn tools(&self) -> &ToolService {
@@ -205,20 +220,20 @@ impl ApiState {
         })
     }
 
-    fn remember_tools(&self, session: &str, tools: Vec<String>) {
+    fn remember_tools(&self, ns: &crate::store::Namespace, session: &str, tools: Vec<String>) {
         self.inner
             .session_tools
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(session.to_string(), tools);
+            .insert((ns.clone(), session.to_string()), tools);
     }
 
-    fn tools_of(&self, session: &str) -> Option<Vec<String>> {
+    fn tools_of(&self, ns: &crate::store::Namespace, session: &str) -> Option<Vec<String>> {
         self.inner
             .session_tools
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(session)
+            .get(&(ns.clone(), session.to_string()))
             .cloned()
     }
 }

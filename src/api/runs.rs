@@ -229,13 +229,13 @@ pub async fn stream(
     let q = query(&uri)?;
     let after = position(q.get("after").map(String::as_str), &headers)?;
     let doc = run_doc(&state, &caller.ns, &id).await?;
-    open(&state, caller.ns, id, doc, after, None, conn.map(|c| c.0)).await
+    open(&state, caller, id, doc, after, None, conn.map(|c| c.0)).await
 }
 
 /// Opens a stream of run `id` from `after`, or answers 204 or 410.
 pub async fn open(
     state: &ApiState,
-    ns: Namespace,
+    caller: Caller,
     id: String,
     doc: Value,
     after: u64,
@@ -245,6 +245,7 @@ pub async fn open(
     )>,
     conn: Option<ConnSlot>,
 ) -> Result<Response, Problem> {
+    let ns = caller.ns.clone();
     let pos = state.records().run_positions(&ns, &id).await?;
     if after < pos.expired_through {
         return Err(expired(&id, pos.expired_through));
@@ -262,6 +263,7 @@ pub async fn open(
         state.clone(),
         StreamPlan {
             ns,
+            caller,
             run_id: id,
             run_doc: doc,
             after,
@@ -289,7 +291,7 @@ pub async fn cancel(
             ),
         ));
     }
-    let bridge = state.bridge().get()?;
+    let bridge = state.bridge(&caller.ns).get()?;
     let agent = doc
         .get("agentId")
         .and_then(Value::as_str)

@@ -44,17 +44,20 @@ pub struct RunPage {
     pub next_cursor: Option<String>,
 }
 
-/// The customTools declarations of `names` (all enabled tools when `None`), or 400 naming
-/// an unknown one.
+/// The customTools declarations of `names` (all enabled tools `ns` may call when `None`),
+/// or 400 naming an unknown one (a tool outside the namespace's allowlist is unknown to it).
 pub fn declarations(
     state: &ApiState,
+    ns: &crate::store::Namespace,
     names: Option<&[String]>,
 ) -> Result<(Value, Vec<String>), Problem> {
     let registry = state.tools().registry();
     let all = registry.declarations();
-    let Value::Object(all) = all else {
+    let Value::Object(mut all) = all else {
         return Ok((Value::Object(Map::new()), vec![]));
     };
+    let namespaces = state.namespaces();
+    all.retain(|name, _| namespaces.allows_tool(ns, name));
     let names: Vec<String> = match names {
         None => all.keys().cloned().collect(),
         Some(names) => names.to_vec(),
@@ -66,7 +69,10 @@ pub fn declarations(
                 out.insert(name.clone(), decl.clone());
             }
             None => {
-                let served: Vec<&str> = registry.names().collect();
+                let served: Vec<&str> = registry
+                    .names()
+                    .filter(|t| namespaces.allows_tool(ns, t))
+                    .collect();
                 return Err(Problem::invalid(format!(
                     "unknown tool {name:?} in tools: this daemon serves {}",
                     if served.is_empty() {
@@ -87,8 +93,8 @@ pub async fn create(
     ApiJson(body): ApiJson<NewSession>,
 ) -> Result<Response, Problem> {
     caller.require_write("create sessions")?;
-    let bridge = state.bridge().get()?;
-    let (tools, names) = declarations(&state, body.tools.as_deref())?;
+    let bridge = state.bridge(&caller.ns).get()?;
+    let (tools, names) = declarations(&state, &caller.ns, body.tools.as_deref())?;
     let model = body.model.unwrap_or_else(|| bridge.default_model.clone());
     let cwd = match body.cwd.or_else(|| bridge.default_cwd.clone()) {
         Some(cwd) => cwd,
@@ -102,7 +108,7 @@ pub async fn create(
         .create_agent(&model, &cwd, &tools)
         .await
         .map_err(|e| bridge_problem("CreateAgent", &e))?;
-    state.remember_tools(&id, names.clone());
+    state.remember_tools(&caller.ns, &id, names.clone());
     let reader = state.reader(&caller.ns);
     let doc = reader.agent(&id).await?.ok_or_else(|| {
         Problem::internal(format!(

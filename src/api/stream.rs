@@ -37,6 +37,9 @@ const FALLBACK_READ: Duration = Duration::from_secs(2);
 /// What one stream sends.
 pub struct StreamPlan {
     pub ns: Namespace,
+    /// Who opened it: the stream ends (its connection closes) once a reload revokes the
+    /// caller's token, so a rotated or removed token stops reading at once.
+    pub caller: super::Caller,
     pub run_id: String,
     pub run_doc: Value,
     /// Send durable events with a larger seq.
@@ -63,8 +66,14 @@ pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
             slow: Duration::from_millis(state.config().slow_reader_ms),
         };
         let run_id = plan.run_id.clone();
-        if let Err(Stop) = run(&state, plan, &mut out).await {
-            tracing::debug!(%run_id, "stream ended early (reader gone or slow)");
+        let caller = plan.caller.clone();
+        tokio::select! {
+            ended = run(&state, plan, &mut out) => if let Err(Stop) = ended {
+                tracing::debug!(%run_id, "stream ended early (reader gone or slow)");
+            },
+            () = caller.revoked() => {
+                tracing::info!(%run_id, namespace = caller.ns.as_str(), "stream closed: its token was revoked by a reload");
+            }
         }
     });
     let body = futures_util::stream::unfold(rx, |mut rx| async move {

@@ -2,13 +2,17 @@
 //! Prometheus project's own `prometheus-client` crate.
 //!
 //! Series (all prefixed `callbackd_`):
-//! - `store_call_duration_seconds{call, outcome}`: a histogram per store call
-//!   (`runEvents.append`, ...) and outcome (`ok`, a Connect code, `cancelled`); its `_count`
+//! - `store_call_duration_seconds{namespace, call, outcome}`: a histogram per namespace, store
+//!   call (`runEvents.append`, ...) and outcome (`ok`, a Connect code, `cancelled`); its `_count`
 //!   is the number of calls.
-//! - `tool_call_duration_seconds{tool, outcome}`: the same per custom tool and tool outcome
+//! - `tool_call_duration_seconds{namespace, tool, outcome}`: the same per custom tool and tool outcome
 //!   (`ok`, `failed`, `timeout`, ...). A tool this daemon does not serve is counted as
 //!   `tool="(unknown)"`, so a client cannot mint series with made-up names. A request
 //!   refused before its call or tool was known counts as `"(undecoded)"`.
+//! - `quota_refusals_total{namespace, quota}`: calls refused by a namespace's quota.
+//! - `namespace_agents{namespace}`, `namespace_stored_bytes{namespace}`: what each namespace
+//!   holds, as last read from the store ([`Metrics::set_usage`], every 30 s).
+//!   `namespace` is always a configured name (or `default`), never one a client sent.
 //! - `events_appended_total`: run events committed (an idempotent repeat is not a new event).
 //! - `database_size_bytes`, `wal_size_bytes`: the store's files, read at scrape time.
 //! - `streams_open`, `stream_followers`, `retention_removed_total`: fed by the run API
@@ -53,15 +57,25 @@ const TOOL_BUCKETS: [f64; 12] = [
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StoreLabels {
+    namespace: String,
     call: &'static str,
     outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolLabels {
+    namespace: String,
     tool: String,
     outcome: &'static str,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuotaLabels {
+    namespace: String,
+    quota: &'static str,
+}
+
+type Usage = Arc<Mutex<Vec<crate::store::records::NamespaceUsage>>>;
 
 /// The sizes of the store's files, for the size gauges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,6 +97,8 @@ struct Inner {
     registry: Registry,
     store_calls: Family<StoreLabels, Histogram, fn() -> Histogram>,
     tool_calls: Family<ToolLabels, Histogram, fn() -> Histogram>,
+    quota_refusals: Family<QuotaLabels, Counter>,
+    usage: Usage,
     events_appended: Counter,
     /// Notices of committed appends, drained into `events_appended` at each scrape: the
     /// append path pays one broadcast send (which it makes anyway for live followers), not
@@ -143,6 +159,14 @@ impl Metrics {
             Unit::Seconds,
             tool_calls.clone(),
         );
+        let quota_refusals = Family::<QuotaLabels, Counter>::default();
+        registry.register(
+            "quota_refusals",
+            "Calls refused by a namespace's quota, by namespace and quota",
+            quota_refusals.clone(),
+        );
+        let usage = Usage::default();
+        registry.register_collector(Box::new(UsageCollector(usage.clone())));
         let events_appended = Counter::default();
         registry.register(
             "events_appended",
@@ -175,6 +199,8 @@ impl Metrics {
                 registry,
                 store_calls,
                 tool_calls,
+                quota_refusals,
+                usage,
                 events_appended,
                 appended: Mutex::new(appended),
                 streams_open,
@@ -185,18 +211,45 @@ impl Metrics {
         }
     }
 
-    /// Records one store call (`call` is `substore.method`).
-    pub fn store_call(&self, call: &'static str, outcome: &'static str, latency: Duration) {
+    /// Records one store call of namespace `ns` (`call` is `substore.method`).
+    pub fn store_call(
+        &self,
+        ns: &str,
+        call: &'static str,
+        outcome: &'static str,
+        latency: Duration,
+    ) {
         self.inner
             .store_calls
-            .get_or_create(&StoreLabels { call, outcome })
+            .get_or_create(&StoreLabels {
+                namespace: ns.to_string(),
+                call,
+                outcome,
+            })
             .observe(latency.as_secs_f64());
+    }
+
+    /// A call of namespace `ns` was refused by its `quota`.
+    pub fn quota_refused(&self, ns: &str, quota: &'static str) {
+        self.inner
+            .quota_refusals
+            .get_or_create(&QuotaLabels {
+                namespace: ns.to_string(),
+                quota,
+            })
+            .inc();
+    }
+
+    /// What each namespace holds, for the usage gauges (read from the store periodically).
+    pub fn set_usage(&self, usage: Vec<crate::store::records::NamespaceUsage>) {
+        *self.inner.usage.lock().unwrap_or_else(|p| p.into_inner()) = usage;
     }
 
     /// Records one custom tool call. `tool` must be a tool the registry serves, or
     /// [`UNKNOWN_TOOL`].
-    pub fn tool_call(&self, tool: &str, outcome: &'static str, latency: Duration) {
+    pub fn tool_call(&self, ns: &str, tool: &str, outcome: &'static str, latency: Duration) {
         let labels = ToolLabels {
+            namespace: ns.to_string(),
             tool: tool.to_string(),
             outcome,
         };
@@ -287,6 +340,49 @@ impl Drop for StreamGuard {
     }
 }
 
+/// The namespace usage gauges, from the last [`Metrics::set_usage`].
+struct UsageCollector(Usage);
+
+impl std::fmt::Debug for UsageCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UsageCollector")
+    }
+}
+
+impl Collector for UsageCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let usage = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if usage.is_empty() {
+            return Ok(());
+        }
+        for (name, help, unit, get) in [
+            (
+                "namespace_agents",
+                "Agents stored per namespace (as last read from the store)",
+                None,
+                (|u: &crate::store::records::NamespaceUsage| u.agents) as fn(&_) -> u64,
+            ),
+            (
+                "namespace_stored",
+                "Bytes of documents, events, checkpoints and notes per namespace",
+                Some(Unit::Bytes),
+                |u| u.stored_bytes,
+            ),
+        ] {
+            let family = Family::<Vec<(String, String)>, Gauge>::default();
+            for u in &usage {
+                family
+                    .get_or_create(&vec![("namespace".to_string(), u.namespace.clone())])
+                    .set(i64::try_from(get(u)).unwrap_or(i64::MAX));
+            }
+            let metric =
+                encoder.encode_descriptor(name, help, unit.as_ref(), family.metric_type())?;
+            family.encode(metric)?;
+        }
+        Ok(())
+    }
+}
+
 /// The size gauges, read when scraped.
 struct SizesCollector(SizesFn);
 
@@ -332,30 +428,50 @@ mod tests {
     #[test]
     fn calls_are_counted_by_label_with_their_latency() {
         let m = Metrics::default();
-        m.store_call("runEvents.append", "ok", Duration::from_micros(80));
-        m.store_call("runEvents.append", "ok", Duration::from_millis(3));
-        m.store_call("agents.get", "invalid_argument", Duration::from_micros(20));
-        m.tool_call("echo", "ok", Duration::from_millis(2));
+        m.store_call(
+            "default",
+            "runEvents.append",
+            "ok",
+            Duration::from_micros(80),
+        );
+        m.store_call(
+            "default",
+            "runEvents.append",
+            "ok",
+            Duration::from_millis(3),
+        );
+        m.store_call(
+            "a",
+            "agents.get",
+            "invalid_argument",
+            Duration::from_micros(20),
+        );
+        m.tool_call("default", "echo", "ok", Duration::from_millis(2));
+        m.quota_refused("a", "max_agents");
         let text = m.encode();
         assert!(text.contains("# TYPE callbackd_store_call_duration_seconds histogram"));
         assert_eq!(
             line(
                 &text,
-                r#"callbackd_store_call_duration_seconds_count{call="runEvents.append",outcome="ok"}"#
+                r#"callbackd_store_call_duration_seconds_count{namespace="default",call="runEvents.append",outcome="ok"}"#
             ),
             Some(
-                r#"callbackd_store_call_duration_seconds_count{call="runEvents.append",outcome="ok"} 2"#
+                r#"callbackd_store_call_duration_seconds_count{namespace="default",call="runEvents.append",outcome="ok"} 2"#
             )
         );
         // 80 µs falls in the 100 µs bucket, 3 ms does not.
         assert!(text.contains(
-            r#"callbackd_store_call_duration_seconds_bucket{call="runEvents.append",outcome="ok",le="0.0001"} 1"#
+            r#"callbackd_store_call_duration_seconds_bucket{namespace="default",call="runEvents.append",outcome="ok",le="0.0001"} 1"#
         ), "{text}");
         assert!(text.contains(
-            r#"callbackd_store_call_duration_seconds_count{call="agents.get",outcome="invalid_argument"} 1"#
+            r#"callbackd_store_call_duration_seconds_count{namespace="a",call="agents.get",outcome="invalid_argument"} 1"#
         ));
+        assert!(
+            text.contains(r#"callbackd_quota_refusals_total{namespace="a",quota="max_agents"} 1"#),
+            "{text}"
+        );
         assert!(text
-            .contains(r#"callbackd_tool_call_duration_seconds_count{tool="echo",outcome="ok"} 1"#));
+            .contains(r#"callbackd_tool_call_duration_seconds_count{namespace="default",tool="echo",outcome="ok"} 1"#));
     }
 
     #[tokio::test]

@@ -39,6 +39,10 @@ pub struct RpcState {
     /// Where held calls wait for a decision (`None`: a held call is refused).
     pub approvals: Option<crate::approvals::Approvals>,
     pub metrics: crate::metrics::Metrics,
+    /// The namespaces' quotas, checked before each store write.
+    pub quotas: crate::namespaces::quota::QuotaGate,
+    /// The namespaces in force (tool allowlists).
+    pub namespaces: crate::namespaces::Namespaces,
 }
 
 /// The daemon's routes.
@@ -118,6 +122,7 @@ impl From<StoreError> for ConnectError {
                     "the store is out of disk space; nothing was written",
                 )
             }
+            StoreError::Quota(m) => ConnectError::new(Code::ResourceExhausted, m),
             StoreError::DataLoss(m) => ConnectError::new(Code::DataLoss, m),
             StoreError::Unavailable(m) => ConnectError::new(Code::Unavailable, m),
             StoreError::Internal(detail) => {

@@ -44,6 +44,7 @@ pub async fn call_store(
 ) -> Response {
     let mut log = CallLog::start(StoreLine {
         call: Cow::Borrowed("?"),
+        ns: &ns,
         metrics: &state.metrics,
     });
     match handle(&state, &ns, &headers, body, &mut log).await {
@@ -62,6 +63,7 @@ pub async fn call_store(
 /// The store's log line: the call (`runEvents.append`), never its input; and its metrics.
 struct StoreLine<'a> {
     call: CallName,
+    ns: &'a Namespace,
     metrics: &'a Metrics,
 }
 
@@ -72,10 +74,12 @@ impl CallFields for StoreLine<'_> {
             Cow::Borrowed(call) if call != "?" => call,
             _ => crate::metrics::UNDECODED,
         };
-        self.metrics.store_call(call, outcome, latency);
+        self.metrics
+            .store_call(self.ns.as_str(), call, outcome, latency);
         // An `Option` field is left out of the line when `None`.
         tracing::info!(
             target: "callbackd::store",
+            namespace = self.ns.as_str(),
             call = &*self.call,
             outcome,
             latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
@@ -92,8 +96,21 @@ async fn handle(
     log: &mut CallLog<StoreLine<'_>>,
 ) -> Result<Response, ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
-    let call = decode_named(req.codec, &req.body, &mut log.fields.call)?;
-    let fut = state.store.call(ns, call);
+    let mut call = decode_named(req.codec, &req.body, &mut log.fields.call)?;
+    let quotas = &state.quotas;
+    let fut = async {
+        let admitted = quotas.admit(ns, &mut call, req.body.len()).await?;
+        match state.store.call(ns, call).await {
+            Ok(output) => {
+                quotas.done(admitted);
+                Ok(output)
+            }
+            Err(e) => {
+                quotas.refused_by_store(ns, &e);
+                Err(e)
+            }
+        }
+    };
     let output = match req.timeout {
         None => fut.await?,
         Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| {

@@ -114,6 +114,7 @@ async fn serve_call(state: RpcState, ns: Namespace, headers: HeaderMap, body: Bo
     let mut log = CallLog::start(ToolLine {
         tool: "?".into(),
         agent_id: "?".into(),
+        ns: ns.clone(),
         metrics: state.metrics.clone(),
     });
     let response = handle(&state, ns, &headers, body, &mut log).await;
@@ -142,8 +143,14 @@ async fn handle(
     log.fields.tool = call.tool_name.clone();
     log.fields.agent_id = call.agent_id.clone();
     let registry = state.tools.registry();
-    let Some(tool) = registry.get(&call.tool_name) else {
-        let served: Vec<&str> = registry.names().collect();
+    // A tool outside the namespace's allowlist does not exist for it: the same answer, and
+    // the list names only the tools it may call.
+    let allowed = |name: &str| state.namespaces.allows_tool(&ns, name);
+    let Some(tool) = registry
+        .get(&call.tool_name)
+        .filter(|_| allowed(&call.tool_name))
+    else {
+        let served: Vec<&str> = registry.names().filter(|n| allowed(n)).collect();
         return Err(ConnectError::new(
             Code::NotFound,
             format!(
@@ -478,6 +485,7 @@ fn encode(codec: Codec, result: &Value) -> Response {
 struct ToolLine {
     tool: String,
     agent_id: String,
+    ns: Namespace,
     metrics: Metrics,
 }
 
@@ -490,10 +498,12 @@ impl CallFields for ToolLine {
             (_, "not_found") => crate::metrics::UNKNOWN_TOOL,
             (tool, _) => tool,
         };
-        self.metrics.tool_call(tool, outcome, latency);
+        self.metrics
+            .tool_call(self.ns.as_str(), tool, outcome, latency);
         // An `Option` field is left out of the line when `None`.
         tracing::info!(
             target: "callbackd::tools",
+            namespace = self.ns.as_str(),
             tool = %self.tool,
             agent_id = %self.agent_id,
             outcome,

@@ -50,6 +50,25 @@ pub struct NewEvent {
     pub payload: JsonText,
     pub payload_ref: Option<String>,
     pub idempotency_key: Option<String>,
+    /// The namespace's `max_events_per_run` quota, set by the caller after parsing (never
+    /// from the request): checked inside the append's transaction against the seq it
+    /// assigns, so it is exact and costs nothing extra.
+    pub max_events: Option<u64>,
+}
+
+impl NewEvent {
+    /// The quota error of an append that would get `seq`, if that is over `max_events`.
+    pub fn over_quota(&self, ns: &super::Namespace, seq: i64) -> Option<super::StoreError> {
+        let max = self.max_events?;
+        (u64::try_from(seq).unwrap_or(0) > max).then(|| {
+            super::StoreError::Quota(format!(
+                "namespace {} is at its max_events_per_run quota ({max}) for run {}; nothing \
+                 was written",
+                ns.as_str(),
+                self.run_id
+            ))
+        })
+    }
 }
 
 /// One page of a list: where to start and how many items at most.
@@ -164,6 +183,7 @@ impl StoreCall {
                     .map_or_else(JsonText::null, JsonText::from_raw),
                 payload_ref: f.opt_string("payloadRef")?,
                 idempotency_key: f.opt_string("idempotencyKey")?,
+                max_events: None,
             }),
             ("runEvents", "list") => StoreCall::EventsList {
                 run_id: f.id("runId")?,

@@ -16,6 +16,10 @@ pub enum StoreError {
     /// The database is out of space: `resource_exhausted`. Nothing was written.
     #[error("the store is out of space: {0}")]
     Full(String),
+    /// A namespace's quota would be exceeded (`namespaces::quota`): `resource_exhausted`,
+    /// with a message naming the namespace and the quota. Nothing was written.
+    #[error("{0}")]
+    Quota(String),
     /// Stored bytes no longer match their checksum: `data_loss`.
     #[error("{0}")]
     DataLoss(String),

@@ -63,6 +63,35 @@ impl Namespace {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A namespace name as a user writes one (config, `--namespace`): 1 to 63 of `a-z`,
+    /// `0-9`, `-` and `_`, starting with a letter or digit. Names become metric labels and
+    /// appear in file names and logs, so nothing that needs quoting is allowed. The error
+    /// says what is wrong with this name, then the rule.
+    pub fn parse(name: &str) -> Result<Namespace, String> {
+        const RULE: &str = "a namespace name is 1 to 63 characters of a-z, 0-9, '-' and '_', \
+                            starting with a letter or a digit";
+        let Some(first) = name.chars().next() else {
+            return Err(format!("the name is empty; {RULE}"));
+        };
+        if !(first.is_ascii_lowercase() || first.is_ascii_digit()) {
+            return Err(format!("the name starts with {first:?}; {RULE}"));
+        }
+        if let Some(bad) = name
+            .chars()
+            .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-' || *c == '_'))
+        {
+            return Err(format!("the name contains {bad:?}; {RULE}"));
+        }
+        // Only ASCII from here on: bytes are characters.
+        if name.len() > 63 {
+            return Err(format!(
+                "the name is {} characters long; {RULE}",
+                name.len()
+            ));
+        }
+        Ok(Namespace::new(name))
+    }
 }
 
 impl Default for Namespace {

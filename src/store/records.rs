@@ -88,7 +88,52 @@ pub struct PruneReport {
 }
 
 /// The run API's records, per namespace.
+/// What one namespace holds (`callbackd namespaces`, the quota gate, metrics).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NamespaceUsage {
+    pub namespace: String,
+    pub agents: u64,
+    pub runs: u64,
+    pub events: u64,
+    pub checkpoints: u64,
+    pub memory_notes: u64,
+    /// Bytes of documents, event payloads, checkpoint blobs and notes (not of indexes).
+    pub stored_bytes: u64,
+}
+
+/// The usage query of both backends: one row per namespace. `{len}` is the byte length of a
+/// text column (`length(CAST(x AS BLOB))` in SQLite, `octet_length(x)` in PostgreSQL),
+/// `{where}` an optional `WHERE ns = ?`.
+pub(crate) fn usage_sql(len: &dyn Fn(&str) -> String, filter: &str) -> String {
+    format!(
+        "SELECT ns, SUM(a), SUM(r), SUM(e), SUM(c), SUM(n), SUM(b) FROM ( \
+         SELECT ns, COUNT(*) AS a, 0 AS r, 0 AS e, 0 AS c, 0 AS n, SUM({}) AS b FROM agents {filter} GROUP BY ns \
+         UNION ALL SELECT ns, 0, COUNT(*), 0, 0, 0, SUM({}) FROM runs {filter} GROUP BY ns \
+         UNION ALL SELECT ns, 0, 0, COUNT(*), 0, 0, SUM({} + {}) FROM run_events {filter} GROUP BY ns \
+         UNION ALL SELECT ns, 0, 0, 0, COUNT(*), 0, SUM(length(data)) FROM checkpoints {filter} GROUP BY ns \
+         UNION ALL SELECT ns, 0, 0, 0, 0, COUNT(*), SUM({} + {}) FROM memory_notes {filter} GROUP BY ns \
+         ) AS u GROUP BY ns ORDER BY ns",
+        len("doc"),
+        len("doc"),
+        len("payload"),
+        len("event_type"),
+        len("value"),
+        len("key"),
+    )
+}
+
 pub trait RunRecords: Send + Sync + 'static {
+    /// What each namespace holds (only `ns`, when given); namespaces with no rows are left
+    /// out. A scan of every row of the namespace: for commands, metrics and the quota gate's
+    /// periodic refresh, never per call.
+    fn usage(
+        &self,
+        ns: Option<&Namespace>,
+    ) -> BoxFuture<'_, Result<Vec<NamespaceUsage>, StoreError>>;
+
+    /// How many agents `ns` has (an index count; the `max_agents` quota).
+    fn agent_count(&self, ns: &Namespace) -> BoxFuture<'_, Result<u64, StoreError>>;
+
     /// Records a starting tool call; returns its record id.
     /// Records a starting tool call (`held`: waiting for approval first); returns its id.
     fn tool_call_started(

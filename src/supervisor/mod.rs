@@ -2,14 +2,15 @@
 //!
 //! The daemon comes first: the bridge is spawned only once the listener is bound and the
 //! store is open, so a daemon that cannot start never leaves a bridge pointing nowhere.
-//! The callback flags go on the bridge's argv ([`BridgeArgs::argv`]), and callbackd's token
+//! The callback flags go on the bridge's argv ([`crate::bridge::BridgeArgs::argv`]), and callbackd's token
 //! variables are removed from its environment: the bridge's model-driven shell tools inherit
 //! that environment, but not its argv.
 //!
 //! The bridge runs in its own process group, because `bin/cursor-sdk-bridge` is an `sh`
 //! wrapper that runs node as a child: signalling only the wrapper's pid would orphan node.
 //! Lifetime, in order:
-//! 1. SIGINT, SIGTERM and SIGHUP sent to callbackd are forwarded to the bridge's group; if the
+//! 1. SIGINT and SIGTERM sent to callbackd are forwarded to the bridge's group (SIGHUP reloads
+//!    callbackd's namespaces and tokens instead, docs/namespaces.md); if the
 //!    bridge has not exited [`RunOptions::stop_timeout`] after the first one, the group gets
 //!    SIGKILL.
 //! 2. Once the bridge has exited (after a signal or on its own), what is left of its group gets
@@ -51,7 +52,6 @@ use nix::sys::signal::Signal;
 use tokio::sync::oneshot;
 
 use crate::app::AppBuilder;
-use crate::bridge::BridgeArgs;
 use crate::config;
 
 use child::Bridge;
@@ -95,11 +95,14 @@ pub struct RunOptions {
     /// How long the bridge's process group gets between SIGTERM (or the forwarded signal)
     /// and SIGKILL.
     pub stop_timeout: Duration,
+    /// The namespace whose tokens the bridge gets, and whose run API drives it.
+    pub namespace: crate::store::Namespace,
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
+            namespace: Default::default(),
             ready_file: None,
             stop_timeout: DEFAULT_STOP_TIMEOUT,
         }
@@ -136,7 +139,7 @@ pub async fn run(
         prepare_ready_file(path)?;
     }
     let app = app.build().await?;
-    let flags = BridgeArgs::new(&app.base_url(), app.tokens());
+    let flags = app.bridge_args(&opts.namespace)?;
     let api = app.api().clone();
     let (bridge_model, bridge_key) = app.bridge_defaults();
     crate::telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
@@ -183,7 +186,7 @@ pub async fn run(
                     .map_err(|e| e.to_string())
                     .and_then(|v| crate::api::bridge::BridgeClient::from_ready(&v, bridge_model.clone(), bridge_key.clone()))
                 {
-                    Ok(client) => api.bridge().attach(client),
+                    Ok(client) => api.bridge(&opts.namespace).attach(client),
                     Err(e) => tracing::warn!(error = %e, "cannot attach the run API to the bridge"),
                 }
                 bridge.ready_json = Some(json);

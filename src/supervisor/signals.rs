@@ -1,4 +1,6 @@
 //! The signals `run` catches and forwards to the bridge, installed before anything is spawned.
+//! SIGHUP is caught too but not forwarded: it reloads callbackd's namespaces and tokens
+//! (`namespaces::reload`, which listens for it itself), as for `callbackd serve`.
 
 use anyhow::Context;
 use nix::sys::signal::Signal;
@@ -9,6 +11,7 @@ use tokio::time::Instant;
 pub(super) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
+    /// Held so that SIGHUP never takes its default action (ending callbackd) here.
     hup: tokio::signal::unix::Signal,
 }
 
@@ -24,11 +27,14 @@ impl Signals {
         })
     }
 
+    /// The next signal to forward (SIGHUP is the reload's, never returned).
     pub(super) async fn recv(&mut self) -> Signal {
-        tokio::select! {
-            _ = self.int.recv() => Signal::SIGINT,
-            _ = self.term.recv() => Signal::SIGTERM,
-            _ = self.hup.recv() => Signal::SIGHUP,
+        loop {
+            tokio::select! {
+                _ = self.int.recv() => return Signal::SIGINT,
+                _ = self.term.recv() => return Signal::SIGTERM,
+                _ = self.hup.recv() => tracing::debug!("SIGHUP is not forwarded to the bridge: callbackd reloads"),
+            }
         }
     }
 

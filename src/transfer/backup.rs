@@ -4,6 +4,11 @@
 //! file next to `PATH`, created with mode 0600 (the copy holds the agents' blob encryption
 //! keys), then fsynced, checked with `PRAGMA quick_check`, renamed over `PATH` and its
 //! directory fsynced: `PATH` is either absent, the old file, or a complete, checked copy.
+//!
+//! `--namespace N` narrows the copy to one namespace: before the fsync, every row of the
+//! other namespaces is deleted from the temporary copy (from every table: each has an `ns`
+//! column) and the copy is `VACUUM`ed, so that the file holds nothing of theirs, not even in
+//! free pages. Without it, the backup is the whole database, every namespace.
 
 use std::fs::OpenOptions;
 use std::io::ErrorKind;
@@ -11,7 +16,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::store::sqlite::{copy, files};
+use crate::store::sqlite::copy::{self, NarrowError, Narrowed};
+use crate::store::sqlite::files;
+use crate::store::Namespace;
 use crate::transfer::progress::{mib, Progress};
 
 /// Why a backup failed. Nothing is left at `PATH` by a failed backup (the old file, if
@@ -36,6 +43,8 @@ pub enum BackupError {
         db: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("keeping only namespace {ns} in the copy")]
+    Narrow { ns: String, source: NarrowError },
     #[error("the copy failed its quick_check, so it was discarded: {}", .0.join("; "))]
     Check(Vec<String>),
 }
@@ -45,6 +54,8 @@ pub enum BackupError {
 pub enum Step {
     /// Copying: bytes written so far, and about how many there will be.
     Copying { done: u64, total: u64 },
+    /// `--namespace`: the other namespaces' rows are deleted from the copy, which is vacuumed.
+    Narrowing,
     /// The copy is written; fsync and `quick_check` run.
     Checking,
 }
@@ -54,14 +65,18 @@ pub enum Step {
 pub struct BackupReport {
     pub bytes: u64,
     pub elapsed: Duration,
+    /// With a namespace: the rows kept (all of it) and how many of other namespaces went.
+    pub narrowed: Option<Narrowed>,
 }
 
-/// Copies the database at `db` to `dest`. An existing `dest` is refused unless `force`.
-/// `progress` is told where the backup is, every 50 ms while the copy runs.
+/// Copies the database at `db` to `dest`: all of it, or with `ns` only that namespace's rows
+/// (a namespace with none gives a valid, empty copy). An existing `dest` is refused unless
+/// `force`. `progress` is told where the backup is, every 50 ms while the copy runs.
 pub fn backup(
     db: &Path,
     dest: &Path,
     force: bool,
+    ns: Option<&Namespace>,
     mut progress: impl FnMut(Step),
 ) -> Result<BackupReport, BackupError> {
     let started = Instant::now();
@@ -112,6 +127,19 @@ pub fn backup(
         db: db.to_path_buf(),
         source,
     })?;
+    let narrowed = match ns {
+        Some(ns) => {
+            progress(Step::Narrowing);
+            let kept = copy::keep_only_namespace(&tmp.0, ns.as_str()).map_err(|source| {
+                BackupError::Narrow {
+                    ns: ns.as_str().to_string(),
+                    source,
+                }
+            })?;
+            Some(kept)
+        }
+        None => None,
+    };
     progress(Step::Checking);
     let file = std::fs::File::open(&tmp.0).map_err(io(&tmp.0))?;
     file.sync_all().map_err(io(&tmp.0))?;
@@ -140,18 +168,34 @@ pub fn backup(
     Ok(BackupReport {
         bytes,
         elapsed: started.elapsed(),
+        narrowed,
     })
 }
 
 /// `callbackd backup`: [`backup`] with a progress line on a terminal and a summary.
-pub fn command(db: &Path, dest: &Path, force: bool) -> anyhow::Result<()> {
+/// With `ns`, the summary says how many rows of it were kept, by table.
+pub fn command(db: &Path, dest: &Path, force: bool, ns: Option<&Namespace>) -> anyhow::Result<()> {
     let mut line = Progress::new("backup");
-    let report = backup(db, dest, force, |step| match step {
+    let report = backup(db, dest, force, ns, |step| match step {
         Step::Copying { done, total } => line.update(done, total),
+        Step::Narrowing => line.step("deleting the other namespaces' rows from the copy"),
         Step::Checking => line.step("checking the copy (fsync, quick_check)"),
     })?;
+    let what = match (ns, &report.narrowed) {
+        (Some(ns), Some(n)) => {
+            let tables: Vec<String> = n.kept.iter().map(|(t, k)| format!("{t} {k}")).collect();
+            format!(
+                "namespace {} only: {} rows kept ({}), {} rows of other namespaces left out; ",
+                ns.as_str(),
+                n.kept_rows(),
+                tables.join(", "),
+                n.removed
+            )
+        }
+        _ => String::new(),
+    };
     line.finish(&format!(
-        "{} written to {} in {:.1} s (quick_check ok)",
+        "{what}{} written to {} in {:.1} s (quick_check ok)",
         mib(report.bytes),
         dest.display(),
         report.elapsed.as_secs_f64()
@@ -205,11 +249,11 @@ mod tests {
         let dest = dir.path().join("copy.db");
         std::fs::write(&dest, "old").unwrap();
         std::fs::write(files::wal_path(&dest), "stale wal").unwrap();
-        let err = backup(&db, &dest, false, |_| {}).unwrap_err();
+        let err = backup(&db, &dest, false, None, |_| {}).unwrap_err();
         assert!(err.to_string().contains("--force"), "{err}");
         assert_eq!(std::fs::read(&dest).unwrap(), b"old");
         let mut steps = Vec::new();
-        backup(&db, &dest, true, |s| steps.push(s)).unwrap();
+        backup(&db, &dest, true, None, |s| steps.push(s)).unwrap();
         assert_eq!(steps.last(), Some(&Step::Checking), "{steps:?}");
         assert!(copy::quick_check(&dest).unwrap().is_empty());
         assert!(
@@ -221,11 +265,11 @@ mod tests {
             std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777,
             0o600
         );
-        let err = backup(&db, &db, true, |_| {}).unwrap_err();
+        let err = backup(&db, &db, true, None, |_| {}).unwrap_err();
         assert!(matches!(err, BackupError::SameFile(_)), "{err}");
-        let err = backup(&dir.path().join("nope.db"), &dest, true, |_| {}).unwrap_err();
+        let err = backup(&dir.path().join("nope.db"), &dest, true, None, |_| {}).unwrap_err();
         assert!(matches!(err, BackupError::NoDatabase(_)), "{err}");
-        let err = backup(&db, &dir.path().join("no/dir/x.db"), false, |_| {}).unwrap_err();
+        let err = backup(&db, &dir.path().join("no/dir/x.db"), false, None, |_| {}).unwrap_err();
         assert!(matches!(err, BackupError::NoDirectory(_)), "{err}");
         // No temporary file is left behind.
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())

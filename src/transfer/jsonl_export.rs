@@ -62,11 +62,15 @@ pub fn export(db: &Path, ns: &Namespace, dir: &Path) -> Result<DumpCounts, Expor
     result
 }
 
-/// `callbackd export`: [`export`] of the default namespace, with a summary line.
-pub fn command(db: &Path, dir: &Path) -> anyhow::Result<()> {
+/// `callbackd export`: [`export`] of namespace `ns`, with a summary line.
+pub fn command(db: &Path, ns: &Namespace, dir: &Path) -> anyhow::Result<()> {
     let line = Progress::new("export");
-    let counts = export(db, &Namespace::default(), dir)?;
-    line.finish(&format!("{counts} written to {}", dir.display()));
+    let counts = export(db, ns, dir)?;
+    line.finish(&format!(
+        "namespace {}: {counts} written to {}",
+        ns.as_str(),
+        dir.display()
+    ));
     Ok(())
 }
 

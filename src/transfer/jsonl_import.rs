@@ -87,12 +87,18 @@ pub fn import(
     Ok(counts)
 }
 
-/// `callbackd import`: [`import`] into the default namespace, with a summary line.
-pub fn command(opts: &SqliteOptions, dir: &Path, replace: bool) -> anyhow::Result<()> {
+/// `callbackd import`: [`import`] into namespace `ns`, with a summary line.
+pub fn command(
+    opts: &SqliteOptions,
+    ns: &Namespace,
+    dir: &Path,
+    replace: bool,
+) -> anyhow::Result<()> {
     let line = Progress::new("import");
-    let counts = import(opts, &Namespace::default(), dir, replace)?;
+    let counts = import(opts, ns, dir, replace)?;
     line.finish(&format!(
-        "{counts} imported into {} from {}",
+        "{counts} imported into namespace {} of {} from {}",
+        ns.as_str(),
         opts.path.display(),
         dir.display()
     ));

@@ -34,6 +34,8 @@ pub struct TestApp {
     pub pg: Option<PgTarget>,
     /// The daemon's store (for `subscribe`).
     pub store: std::sync::Arc<dyn callbackd::Store>,
+    /// Reloads namespaces and tokens, as SIGHUP does.
+    pub reloader: callbackd::namespaces::reload::Reloader,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
 }
@@ -244,6 +246,7 @@ impl TestApp {
             .expect("app builds");
         let addr = app.local_addr();
         let store = app.store();
+        let reloader = app.reloader();
         let store_token = app.tokens().store.expose().to_string();
         let tool_token = app.tokens().tool.expose().to_string();
         let api_token = app.tokens().api.expose().to_string();
@@ -271,6 +274,7 @@ impl TestApp {
             db,
             pg,
             store,
+            reloader,
             shutdown: Some(tx),
             server: Some(server),
         }

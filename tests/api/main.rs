@@ -11,6 +11,7 @@ mod copy_store;
 mod crash;
 mod decode_props;
 mod metrics;
+mod namespaces;
 mod postgres;
 mod run_api;
 mod sse;

@@ -85,46 +85,49 @@ async fn metrics_count_store_and_tool_calls_appends_and_file_sizes() {
     let count = |series: &str| sample(&text, series).unwrap_or_else(|| panic!("{series}\n{text}"));
     assert_eq!(
         count(
-            r#"callbackd_store_call_duration_seconds_count{call="runEvents.append",outcome="ok"}"#
+            r#"callbackd_store_call_duration_seconds_count{namespace="default",call="runEvents.append",outcome="ok"}"#
         ),
         7.0
     );
     assert_eq!(
         count(
-            r#"callbackd_store_call_duration_seconds_bucket{call="runEvents.append",outcome="ok",le="+Inf"}"#
+            r#"callbackd_store_call_duration_seconds_bucket{namespace="default",call="runEvents.append",outcome="ok",le="+Inf"}"#
         ),
         7.0
     );
     assert!(
-        count(r#"callbackd_store_call_duration_seconds_sum{call="runEvents.append",outcome="ok"}"#)
-            > 0.0
+        count(
+            r#"callbackd_store_call_duration_seconds_sum{namespace="default",call="runEvents.append",outcome="ok"}"#
+        ) > 0.0
     );
     assert_eq!(
         count(
-            r#"callbackd_store_call_duration_seconds_count{call="agents.update",outcome="not_found"}"#
+            r#"callbackd_store_call_duration_seconds_count{namespace="default",call="agents.update",outcome="not_found"}"#
         ),
         1.0
     );
     assert_eq!(
         count(
-            r#"callbackd_store_call_duration_seconds_count{call="(undecoded)",outcome="invalid_argument"}"#
+            r#"callbackd_store_call_duration_seconds_count{namespace="default",call="(undecoded)",outcome="invalid_argument"}"#
         ),
         1.0
     );
     assert_eq!(
         count(
-            r#"callbackd_store_call_duration_seconds_count{call="agents.get",outcome="invalid_argument"}"#
+            r#"callbackd_store_call_duration_seconds_count{namespace="default",call="agents.get",outcome="invalid_argument"}"#
         ),
         1.0
     );
     assert_eq!(count("callbackd_events_appended_total"), 6.0);
     assert_eq!(
-        count(r#"callbackd_tool_call_duration_seconds_count{tool="echo",outcome="ok"}"#),
+        count(
+            r#"callbackd_tool_call_duration_seconds_count{namespace="default",tool="echo",outcome="ok"}"#
+        ),
         1.0
     );
     assert_eq!(
         count(
-            r#"callbackd_tool_call_duration_seconds_count{tool="(unknown)",outcome="not_found"}"#
+            r#"callbackd_tool_call_duration_seconds_count{namespace="default",tool="(unknown)",outcome="not_found"}"#
         ),
         1.0
     );

@@ -95,8 +95,8 @@ def test_jsonl_store_to_callbackd_and_back_with_the_real_bridge(setup_env, tmp_p
         appended = d.count("run_events") - len(events1)
     assert appended > 0
     assert f"callbackd_events_appended_total {appended}\n" in metrics, metrics
-    assert f'callbackd_store_call_duration_seconds_count{{call="runEvents.append",outcome="ok"}} {appended}\n' in metrics
-    assert 'callbackd_store_call_duration_seconds_count{call="checkpoints.get",outcome="ok"}' in metrics
+    assert f'callbackd_store_call_duration_seconds_count{{namespace="default",call="runEvents.append",outcome="ok"}} {appended}\n' in metrics
+    assert 'callbackd_store_call_duration_seconds_count{namespace="default",call="checkpoints.get",outcome="ok"}' in metrics
     bridge.stop()
     daemon.stop()
     chk = callbackd("check", "--db", db)

@@ -7,7 +7,8 @@ use tokio_postgres::types::Type;
 
 use super::PgStore;
 use crate::store::records::{
-    PruneReport, RunPositions, RunRecords, ToolCallRecord, ToolCallStart, ToolOutcome,
+    usage_sql, NamespaceUsage, PruneReport, RunPositions, RunRecords, ToolCallRecord,
+    ToolCallStart, ToolOutcome,
 };
 use crate::store::{BoxFuture, Namespace, StoreError};
 
@@ -37,6 +38,58 @@ fn number_field(field: &str) -> String {
 }
 
 impl RunRecords for PgStore {
+    fn usage(
+        &self,
+        ns: Option<&Namespace>,
+    ) -> BoxFuture<'_, Result<Vec<NamespaceUsage>, StoreError>> {
+        let ns = ns.map(|n| n.as_str().to_string());
+        self.run_read(move |db| {
+            let ns = ns.clone();
+            Box::pin(async move {
+                let filter = if ns.is_some() { "WHERE ns = $1" } else { "" };
+                // SUM of bigint is numeric in PostgreSQL: back to int8 for the client.
+                let sql = usage_sql(&|c| format!("octet_length({c})"), filter)
+                    .replace("SUM(a), SUM(r), SUM(e), SUM(c), SUM(n), SUM(b)",
+                        "SUM(a)::int8, SUM(r)::int8, SUM(e)::int8, SUM(c)::int8, SUM(n)::int8, SUM(b)::int8");
+                let rows = match &ns {
+                    Some(ns) => db.query(&sql, &[(ns, Type::TEXT)]).await?,
+                    None => db.query(&sql, &[]).await?,
+                };
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        let n = |i| r.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
+                        NamespaceUsage {
+                            namespace: r.get(0),
+                            agents: n(1),
+                            runs: n(2),
+                            events: n(3),
+                            checkpoints: n(4),
+                            memory_notes: n(5),
+                            stored_bytes: n(6),
+                        }
+                    })
+                    .collect())
+            })
+        })
+    }
+
+    fn agent_count(&self, ns: &Namespace) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let ns = ns.as_str().to_string();
+        self.run_read(move |db| {
+            let ns = ns.clone();
+            Box::pin(async move {
+                let row = db
+                    .query_opt(
+                        "SELECT COUNT(*) FROM agents WHERE ns = $1",
+                        &[(&ns, Type::TEXT)],
+                    )
+                    .await?;
+                Ok(row.map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
+            })
+        })
+    }
+
     fn tool_call_started(
         &self,
         ns: &Namespace,

@@ -55,6 +55,10 @@ pub async fn append(db: &Db<'_>, ns: &Namespace, ev: &NewEvent) -> Result<Append
         .first()
         .map(|r| r.get(0))
         .unwrap_or(1);
+    // The counter's increment is rolled back with the transaction.
+    if let Some(e) = ev.over_quota(ns, seq) {
+        return Err(Fail::Store(e));
+    }
     let created_at = now_ms();
     db.execute(
         "INSERT INTO run_events (ns, run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at) \

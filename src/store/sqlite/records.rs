@@ -7,7 +7,8 @@ use rusqlite::{params, OptionalExtension};
 use super::SqliteStore;
 use crate::store::event_doc::now_ms;
 use crate::store::records::{
-    PruneReport, RunPositions, RunRecords, ToolCallRecord, ToolCallStart, ToolOutcome,
+    usage_sql, NamespaceUsage, PruneReport, RunPositions, RunRecords, ToolCallRecord,
+    ToolCallStart, ToolOutcome,
 };
 use crate::store::{BoxFuture, Namespace, StoreError};
 
@@ -19,6 +20,52 @@ const VACUUM_PAGES_PER_BATCH: u32 = 4096;
 const TERMINAL: &str = "('finished','error','cancelled','expired')";
 
 impl RunRecords for SqliteStore {
+    fn usage(
+        &self,
+        ns: Option<&Namespace>,
+    ) -> BoxFuture<'_, Result<Vec<NamespaceUsage>, StoreError>> {
+        let ns = ns.map(|n| n.as_str().to_string());
+        Box::pin(self.read_with(move |conn| {
+            let filter = if ns.is_some() { "WHERE ns = ?1" } else { "" };
+            let sql = usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), filter);
+            let mut stmt = conn.prepare(&sql)?;
+            let row = |r: &rusqlite::Row<'_>| {
+                let n = |i| {
+                    r.get::<_, Option<i64>>(i)
+                        .map(|v| v.unwrap_or(0).max(0) as u64)
+                };
+                Ok(NamespaceUsage {
+                    namespace: r.get(0)?,
+                    agents: n(1)?,
+                    runs: n(2)?,
+                    events: n(3)?,
+                    checkpoints: n(4)?,
+                    memory_notes: n(5)?,
+                    stored_bytes: n(6)?,
+                })
+            };
+            let rows = match &ns {
+                Some(ns) => stmt
+                    .query_map(params![ns], row)?
+                    .collect::<Result<Vec<_>, _>>(),
+                None => stmt.query_map([], row)?.collect::<Result<Vec<_>, _>>(),
+            };
+            Ok(rows?)
+        }))
+    }
+
+    fn agent_count(&self, ns: &Namespace) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let ns = ns.as_str().to_string();
+        Box::pin(async move {
+            self.readers.with(|conn| {
+                let n: i64 = conn
+                    .prepare_cached("SELECT COUNT(*) FROM agents WHERE ns = ?1")?
+                    .query_row(params![ns], |r| r.get(0))?;
+                Ok(n.max(0) as u64)
+            })
+        })
+    }
+
     fn tool_call_started(
         &self,
         ns: &Namespace,

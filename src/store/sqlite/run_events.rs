@@ -38,6 +38,9 @@ pub fn append(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE ns = ?1 AND run_id = ?2",
         )?
         .query_row(params![ns.as_str(), ev.run_id], |r| r.get(0))?;
+    if let Some(e) = ev.over_quota(ns, seq) {
+        return Err(e);
+    }
     let created_at = now_ms();
     conn.prepare_cached(
         "INSERT INTO run_events (ns, run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at) \

@@ -1,0 +1,270 @@
+//! [`QuotaGate`]: the quotas of docs/namespaces.md, checked in front of the store's writes
+//! (the bridge's `CallStore`). A refused call answers `resource_exhausted` naming the
+//! namespace and the quota, writes nothing, and touches no other namespace's state.
+//!
+//! - `max_events_per_run`: handed to the append itself ([`NewEvent::max_events`]), which
+//!   checks it against the seq it assigns inside its transaction: exact, free.
+//! - `max_agents`: counted (an index count) before an `agents.create`, with the namespace's
+//!   creates one at a time, so concurrent creates cannot overshoot (on one daemon).
+//! - `max_stored_bytes`: a per-namespace total read from the store (`usage`) at first use
+//!   and every [`REFRESH`], plus each accepted write's size in between.
+//! - `max_appends_per_second`: a token bucket per namespace, a second's worth deep.
+//!
+//! A namespace without quotas costs one settings lookup per call.
+//!
+//! [`NewEvent::max_events`]: crate::store::NewEvent
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::{Namespaces, OverRate, Quotas};
+use crate::metrics::Metrics;
+use crate::store::{Namespace, RunRecords, StoreCall, StoreError};
+
+/// How old the stored-bytes total may get before it is read from the store again.
+pub const REFRESH: Duration = Duration::from_secs(30);
+/// The longest an append waits for the rate bucket (`over_rate = "delay"`).
+pub const MAX_DELAY: Duration = Duration::from_secs(1);
+
+/// The quota checks, shared by the store service's handlers.
+#[derive(Clone)]
+pub struct QuotaGate {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    namespaces: Namespaces,
+    records: Arc<dyn RunRecords>,
+    metrics: Metrics,
+    state: Mutex<HashMap<Namespace, NsState>>,
+}
+
+#[derive(Default)]
+struct NsState {
+    bucket: Option<Bucket>,
+    /// The stored-bytes total and when it was read from the store.
+    bytes: Option<(u64, Instant)>,
+    /// Serializes the namespace's `agents.create` calls while `max_agents` is set.
+    creates: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A token bucket: `rate` tokens a second, at most `rate` held.
+struct Bucket {
+    rate: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn new(rate: u64) -> Self {
+        Bucket {
+            rate: rate as f64,
+            tokens: rate as f64,
+            at: Instant::now(),
+        }
+    }
+
+    /// Takes a token; else how long until one is there.
+    fn take(&mut self, now: Instant) -> Result<(), Duration> {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.rate);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.rate))
+        }
+    }
+}
+
+/// What an admitted call holds until it is done: the namespace's create lock, and the
+/// bytes to add to its total once the write succeeds.
+#[must_use]
+pub struct Admitted {
+    _create: Option<tokio::sync::OwnedMutexGuard<()>>,
+    bytes: Option<(Namespace, u64)>,
+}
+
+impl QuotaGate {
+    pub fn new(namespaces: Namespaces, records: Arc<dyn RunRecords>, metrics: Metrics) -> Self {
+        QuotaGate {
+            inner: Arc::new(Inner {
+                namespaces,
+                records,
+                metrics,
+                state: Mutex::default(),
+            }),
+        }
+    }
+
+    /// Checks `call` of `ns` (a request body of `size` bytes) against the namespace's
+    /// quotas, waiting for the rate bucket if so configured; sets the append's event quota.
+    pub async fn admit(
+        &self,
+        ns: &Namespace,
+        call: &mut StoreCall,
+        size: usize,
+    ) -> Result<Admitted, StoreError> {
+        let mut admitted = Admitted {
+            _create: None,
+            bytes: None,
+        };
+        let Some(settings) = self.inner.namespaces.settings(ns) else {
+            return Ok(admitted);
+        };
+        let q = settings.quotas;
+        if q == Quotas::default() {
+            return Ok(admitted);
+        }
+        if let StoreCall::EventsAppend(ev) = call {
+            ev.max_events = q.max_events_per_run;
+            if let Some(rate) = q.max_appends_per_second {
+                self.rate(ns, rate, q.over_rate).await?;
+            }
+        }
+        let writes = matches!(
+            call,
+            StoreCall::AgentsCreate(_)
+                | StoreCall::AgentsUpdate(_)
+                | StoreCall::RunsCreate(_)
+                | StoreCall::RunsUpdate(_)
+                | StoreCall::EventsAppend(_)
+                | StoreCall::CheckpointsCreate { .. }
+                | StoreCall::CheckpointsUpdate { .. }
+        );
+        if let (true, Some(max)) = (writes, q.max_stored_bytes) {
+            let used = self.stored_bytes(ns).await?;
+            if used.saturating_add(size as u64) > max {
+                return Err(self.refuse(
+                    ns,
+                    "max_stored_bytes",
+                    format!(
+                        "namespace {} is at its max_stored_bytes quota ({max} bytes; {used} \
+                         stored); nothing was written",
+                        ns.as_str()
+                    ),
+                ));
+            }
+            admitted.bytes = Some((ns.clone(), size as u64));
+        }
+        if let (StoreCall::AgentsCreate(_), Some(max)) = (&*call, q.max_agents) {
+            let lock = self.state(ns, |s| s.creates.clone());
+            let guard = lock.lock_owned().await;
+            let agents = self.inner.records.agent_count(ns).await?;
+            if agents >= max {
+                return Err(self.refuse(
+                    ns,
+                    "max_agents",
+                    format!(
+                        "namespace {} is at its max_agents quota ({max}); delete an agent \
+                         first; nothing was written",
+                        ns.as_str()
+                    ),
+                ));
+            }
+            admitted._create = Some(guard);
+        }
+        Ok(admitted)
+    }
+
+    /// A call admitted by [`admit`](Self::admit) succeeded: count what it wrote.
+    pub fn done(&self, admitted: Admitted) {
+        if let Some((ns, n)) = admitted.bytes {
+            self.state(&ns, |s| {
+                if let Some((total, _)) = s.bytes.as_mut() {
+                    *total = total.saturating_add(n);
+                }
+            });
+        }
+    }
+
+    /// Counts a refusal by the quota's own error (the event quota is checked by the
+    /// backend, which cannot reach the metrics).
+    pub fn refused_by_store(&self, ns: &Namespace, e: &StoreError) {
+        if let StoreError::Quota(_) = e {
+            self.inner
+                .metrics
+                .quota_refused(ns.as_str(), "max_events_per_run");
+        }
+    }
+
+    fn refuse(&self, ns: &Namespace, quota: &'static str, message: String) -> StoreError {
+        self.inner.metrics.quota_refused(ns.as_str(), quota);
+        tracing::info!(namespace = ns.as_str(), quota, "call refused by a quota");
+        StoreError::Quota(message)
+    }
+
+    fn state<T>(&self, ns: &Namespace, f: impl FnOnce(&mut NsState) -> T) -> T {
+        let mut map = self.inner.state.lock().unwrap_or_else(|p| p.into_inner());
+        f(map.entry(ns.clone()).or_default())
+    }
+
+    async fn rate(&self, ns: &Namespace, rate: u64, over: OverRate) -> Result<(), StoreError> {
+        let deadline = Instant::now() + MAX_DELAY;
+        loop {
+            let now = Instant::now();
+            let wait = self.state(ns, |s| {
+                let bucket = s.bucket.get_or_insert_with(|| Bucket::new(rate));
+                if bucket.rate != rate as f64 {
+                    *bucket = Bucket::new(rate);
+                }
+                bucket.take(now)
+            });
+            let wait = match wait {
+                Ok(()) => return Ok(()),
+                Err(wait) => wait,
+            };
+            if over == OverRate::Refuse || now + wait > deadline {
+                return Err(self.refuse(
+                    ns,
+                    "max_appends_per_second",
+                    format!(
+                        "namespace {} is over its max_appends_per_second quota ({rate}); \
+                         nothing was written",
+                        ns.as_str()
+                    ),
+                ));
+            }
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// The namespace's stored bytes: the last total read from the store, if fresh enough.
+    async fn stored_bytes(&self, ns: &Namespace) -> Result<u64, StoreError> {
+        let fresh = self.state(ns, |s| {
+            s.bytes
+                .filter(|(_, at)| at.elapsed() < REFRESH)
+                .map(|(n, _)| n)
+        });
+        if let Some(n) = fresh {
+            return Ok(n);
+        }
+        let usage = self.inner.records.usage(Some(ns)).await?;
+        let n = usage.first().map_or(0, |u| u.stored_bytes);
+        self.state(ns, |s| s.bytes = Some((n, Instant::now())));
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_allows_a_seconds_worth_then_the_rate() {
+        let t0 = Instant::now();
+        let mut b = Bucket::new(10);
+        for _ in 0..10 {
+            assert!(b.take(t0).is_ok());
+        }
+        let wait = b.take(t0).unwrap_err();
+        assert!(wait <= Duration::from_millis(100) && wait > Duration::ZERO);
+        assert!(b.take(t0 + Duration::from_millis(100)).is_ok());
+        assert!(b.take(t0 + Duration::from_millis(100)).is_err());
+        // Idle for long: still only a second's worth.
+        let later = t0 + Duration::from_secs(60);
+        assert_eq!((0..20).filter(|_| b.take(later).is_ok()).count(), 10);
+    }
+}
