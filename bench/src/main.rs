@@ -125,6 +125,11 @@ struct Opts {
     /// at most one run each); default: all.
     #[arg(long)]
     ns_spread: Option<usize>,
+    /// namespaces: run ids `run-{tag}-{phase}-{r}` (a phase's runs side by side in the
+    /// store's indexes) instead of ones with a random prefix, which scatter as the bridge's
+    /// random run ids do.
+    #[arg(long)]
+    ns_clustered_ids: bool,
     /// agents-list: agents in the workspace, and passes over them.
     #[arg(long)]
     agents: Option<usize>,
@@ -284,6 +289,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     events: sizes.events,
                     payloads: payloads.clone(),
                     auth: Vec::new(),
+                    scatter: false,
                 });
                 for &c in &opts.append_clients {
                     let mut pairs = Vec::new();
@@ -334,6 +340,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     events: sizes.replay_events,
                     payloads: Arc::new(gen::Payloads::new(1, 256, opts.replay_event_bytes)),
                     auth: Vec::new(),
+                    scatter: false,
                 });
                 let (run_id, setup) = replay::setup(&server, &a, true).await?;
                 report.setup("replay setup (append, 16 clients)", &setup);
@@ -408,6 +415,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     events: sizes.events,
                     payloads: payloads.clone(),
                     auth: Vec::new(),
+                    scatter: !opts.ns_clustered_ids,
                 };
                 let spread = opts.ns_spread.unwrap_or(count);
                 let rows =

@@ -369,7 +369,7 @@ impl Report {
             "- tokens: 1 = every append with the store token of the last of the {n} namespaces; K = run r in namespace r % K, so each connection carries K namespaces' tokens"
         );
         println!(
-            "- × one: the {n}-namespace daemon's calls/s over the one-namespace daemon's in the same repeat (median repeat shown; spread: lowest–highest of {} repeats); server CPU/call: over all repeats",
+            "- × one: the {n}-namespace daemon's calls/s over the one-namespace daemon's in the phase next to it (median repeat shown; spread: lowest–highest of {} repeats); server CPU/call: over all repeats",
             ns.rows.first().map_or(0, |r| r.pairs.len())
         );
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);

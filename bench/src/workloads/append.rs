@@ -27,11 +27,23 @@ pub struct Append {
     /// Store tokens (`Authorization` values) the runs are spread over, run `r` on
     /// `auth[r % len]`; empty: every call carries the endpoint's token.
     pub auth: Vec<HeaderValue>,
+    /// Run ids that start with a pseudo-random prefix, so that a phase's runs scatter over
+    /// the store's indexes as the bridge's random run ids do; false: `run-{tag}-{label}-{r}`,
+    /// a phase's runs side by side in every index.
+    pub scatter: bool,
 }
 
 impl Append {
     pub fn run_id(&self, label: &str, r: usize) -> String {
-        format!("run-{}-{label}-{r}", self.tag)
+        if self.scatter {
+            let seed = label
+                .bytes()
+                .fold(r as u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
+            let prefix = gen::Rng::new(seed).next() as u32;
+            format!("run-{prefix:08x}-{}-{label}-{r}", self.tag)
+        } else {
+            format!("run-{}-{label}-{r}", self.tag)
+        }
     }
 
     fn agent_id(&self, label: &str) -> String {

@@ -7,19 +7,27 @@
 //! Both daemons are started here, each on its own scratch database with the same settings,
 //! and stay up side by side (the idle one costs nothing); the server under test of the other
 //! workloads is not used, so what they stored does not weigh on either side. Per client
-//! count and repeat, three phases, in turn (the order reversed on every other repeat, so a
-//! drift of the machine's load over a repeat weighs on both sides alike):
+//! count and repeat, two pairs of phases, each an N-namespace phase next to a one-namespace
+//! phase (that one with its `[auth]` store token), the pair's order alternating between
+//! repeats, so that both daemons store as much and a drift of the machine's load weighs on
+//! both sides alike:
 //!
-//! - `one`: the one-namespace daemon, its `[auth]` store token;
-//! - `1 token`: the N-namespace daemon, every append with the store token of its last
-//!   namespace (the one a token lookup that walks the list in order finds last);
-//! - `K tokens`: the N-namespace daemon, run `r` in namespace `r % K` (K = `--ns-spread`, all
-//!   N by default, at most one per run), so one connection carries the tokens of several
-//!   namespaces and every namespace is written.
+//! - `1 token`: every append with the store token of the last namespace (the one a lookup
+//!   that walked the list in order would find last);
+//! - `K tokens`: run `r` in namespace `r % K` (K = `--ns-spread`, all N by default, at most
+//!   one per run), so one connection carries the tokens of several namespaces and every
+//!   namespace is written.
 //!
 //! Each is checked as `append` checks (seqs 1..E per run, read back through the run's own
-//! namespace). The ratio of a repeat is its N-namespace rate over the one-namespace rate of
-//! the same repeat; the row shown is the repeat with the median ratio.
+//! namespace). The ratio of a pair is its N-namespace rate over its one-namespace rate; the
+//! row shown is the repeat with the median ratio.
+//!
+//! Two things that would otherwise be measured as a cost of namespaces: every store token on
+//! both daemons is 64 hex digits (a token's SHA-256 costs by its length), and run ids start
+//! with a random prefix on both (as the bridge's random ids do; `--ns-clustered-ids` turns
+//! that off): with `run-{tag}-{phase}-{r}` ids, one namespace's phase writes one region of
+//! the `(ns, run_id, seq)` index while 100 namespaces' phase writes 100 regions, and the
+//! difference is the index's locality, not the namespaces (BENCHMARKS.md, "Namespaces").
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -77,10 +85,15 @@ pub fn config(n: usize, seed: u64) -> (String, Vec<String>) {
 }
 
 pub async fn start(s: &Setup<'_>) -> anyhow::Result<Daemons> {
-    let (one, ready_one, dir_one) = spawn(s, "one", "").context("the one-namespace daemon")?;
     let seed = u64::from_str_radix(s.tag, 16).unwrap_or(1);
+    // The default namespace's store token, 64 hex digits like every generated one: a token's
+    // length is what its SHA-256 costs (two blocks from 56 bytes on), and a shorter one on
+    // the one-namespace side would be measured as a cost of namespaces.
+    let default_token = |k: u64| Rng::new(seed ^ (k << 56)).hex64();
+    let (one, ready_one, dir_one) =
+        spawn(s, "one", "", &default_token(1)).context("the one-namespace daemon")?;
     let (extra, tokens) = config(s.namespaces, seed);
-    let (many, ready_many, dir_many) = spawn(s, "many", &extra)
+    let (many, ready_many, dir_many) = spawn(s, "many", &extra, &default_token(2))
         .with_context(|| format!("the daemon with {} namespaces", s.namespaces))?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss = |t: &Target| t.pid.and_then(rss_kib).map(|r| r.0);
@@ -100,6 +113,7 @@ fn spawn(
     s: &Setup<'_>,
     which: &str,
     extra: &str,
+    token: &str,
 ) -> anyhow::Result<(Target, Duration, ScratchDir)> {
     let dir = ScratchDir::new(s.db_dir)?;
     let config_path = dir.0.join("callbackd.toml");
@@ -113,13 +127,11 @@ fn spawn(
     };
     config.push_str(extra);
     std::fs::write(&config_path, config)?;
-    // The default namespace's tokens (env), distinct from the generated ones.
-    let token = format!("bench-{}-{which}", s.tag);
     let (target, ready) = target::spawn_callbackd(&Spawn {
         bin: s.bin,
         db: &db,
         config: Some(&config_path),
-        token: &token,
+        token,
     })?;
     Ok((target, ready, dir))
 }
@@ -148,6 +160,7 @@ pub async fn run(
             events: a.events,
             payloads: a.payloads.clone(),
             auth: tokens.iter().map(|t| bearer(t)).collect::<Result<_, _>>()?,
+            scatter: a.scatter,
         }))
     };
     let one = with_auth(&[])?;
@@ -166,40 +179,28 @@ pub async fn run(
             pairs: Vec::new(),
         };
         for rep in 0..reps {
-            let label = format!("ns{c}r{rep}");
-            let spread_label = format!("{label}s");
-            // (daemon, workload, label): the order alternates between repeats.
-            let mut order: Vec<(&Target, &Arc<append::Append>, &str)> = vec![
-                (&d.one, &one, &label),
-                (&d.many, &last, &label),
-                (&d.many, &spread_a, &spread_label),
-            ];
-            if rep % 2 == 1 {
-                order.reverse();
+            // Each N-namespace phase next to a one-namespace phase of its own, the pair's
+            // order alternating between repeats: adjacent phases see the same load, and each
+            // daemon stores as much as the other (a larger database is a slower one).
+            for (row, work, suffix) in [(&mut single, &last, "t"), (&mut many, &spread_a, "s")] {
+                let label = format!("ns{c}r{rep}{suffix}");
+                let (m, o) = if rep % 2 == 0 {
+                    let o = append::run(&d.one, &one, &label, c, true).await?;
+                    (append::run(&d.many, work, &label, c, true).await?, o)
+                } else {
+                    let m = append::run(&d.many, work, &label, c, true).await?;
+                    (m, append::run(&d.one, &one, &label, c, true).await?)
+                };
+                eprintln!(
+                    "  namespaces ×{c} repeat {rep}, {} token{}: {:.0} calls/s with {} namespaces, {:.0} with one",
+                    row.tokens,
+                    if row.tokens == 1 { "" } else { "s" },
+                    m.rate(),
+                    d.tokens.len(),
+                    o.rate(),
+                );
+                row.pairs.push((m, o));
             }
-            let mut out = Vec::with_capacity(3);
-            for (target, work, label) in order {
-                out.push(append::run(target, work, label, c, true).await?);
-            }
-            if rep % 2 == 1 {
-                out.reverse();
-            }
-            let mut out = out.into_iter();
-            let (r_one, r_last, r_spread) = (
-                out.next().expect("3"),
-                out.next().expect("3"),
-                out.next().expect("3"),
-            );
-            eprintln!(
-                "  namespaces ×{c} repeat {rep}: one {:.0}, {} namespaces with 1 token {:.0}, with {spread} tokens {:.0} calls/s",
-                r_one.rate(),
-                d.tokens.len(),
-                r_last.rate(),
-                r_spread.rate(),
-            );
-            // The reference of a repeat is shared by its two rows.
-            many.pairs.push((r_spread, r_one.clone()));
-            single.pairs.push((r_last, r_one));
         }
         rows.push(single);
         rows.push(many);
