@@ -129,13 +129,27 @@ impl App {
     /// the console (its URL carries the API token in the fragment, which browsers never
     /// send to a server; the console keeps it in sessionStorage).
     pub fn ready_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        self.ready_json_for(&Namespace::default())
+    }
+
+    /// [`ready_json`](Self::ready_json) for the bridge of namespace `ns` (`callbackd run
+    /// --namespace`): its console URL carries that namespace's API token (none without one).
+    pub fn ready_json_for(&self, ns: &Namespace) -> serde_json::Value {
+        let table = self.namespaces.table();
+        let console = table
+            .token_of(ns, TokenRole::Api)
+            .map(|t| format!("{}ui/#token={}", self.base_url(), t.expose()));
+        let mut ready = serde_json::json!({
             "url": self.base_url(),
             "api_url": self.api_url(),
-            "console_url": format!("{}ui/#token={}", self.base_url(), self.tokens.api.expose()),
+            "console_url": console,
             "pid": std::process::id(),
             "db": self.db,
-        })
+        });
+        if *ns != Namespace::default() {
+            ready["namespace"] = ns.as_str().into();
+        }
+        ready
     }
 
     /// The run API's base URL.
