@@ -1002,3 +1002,33 @@ fn bridge_args_of_a_namespace_are_its_own_tokens() {
         stderr(&out)
     );
 }
+
+#[test]
+fn check_config_checks_the_namespaces_as_the_daemon_would() {
+    let w = World::new();
+    let config = w.cwd.join("c.toml");
+    let good = namespace_toml("a", 1, "tools = [\"echo\"]");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{good}")).unwrap();
+    let c = config.to_str().unwrap();
+    let out = w.run(&["check-config", "--config", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("namespaces 2"), "{}", stdout(&out));
+    let bad = namespace_toml("a", 1, "tools = [\"no-such-tool\"]");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{bad}")).unwrap();
+    let out = w.run(&["check-config", "--config", c]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("namespaces[a].tools"),
+        "{}",
+        stderr(&out)
+    );
+    let zero = namespace_toml("a", 1, "[namespaces.quotas]\nmax_agents = 0");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{zero}")).unwrap();
+    let out = w.run(&["check-config", "--config", c]);
+    assert!(
+        stderr(&out).contains("namespaces[a].quotas.max_agents"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!w.cwd.join("x.db").exists(), "check-config writes nothing");
+}
