@@ -44,6 +44,8 @@ pub struct App {
     db: std::path::PathBuf,
     namespaces: Namespaces,
     reloader: Reloader,
+    /// Whether `[[namespaces]]` is configured (the usage gauges are fed only then).
+    namespaced: bool,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -164,10 +166,13 @@ impl App {
         self.tools.run_on(tokio::runtime::Handle::current());
         self.api.start();
         let reload = tokio::spawn(self.reloader.clone().watch());
-        let usage = tokio::spawn(crate::namespaces::usage::feed_metrics(
-            self.api.records().clone(),
-            self.api.metrics().clone(),
-        ));
+        // The usage gauges scan every row: only for a daemon that has namespaces to tell apart.
+        let usage = self.namespaced.then(|| {
+            tokio::spawn(crate::namespaces::usage::feed_metrics(
+                self.api.records().clone(),
+                self.api.metrics().clone(),
+            ))
+        });
         let retention = self.retention.map(|(age, interval, batch)| {
             crate::api::retention::spawn_periodic(
                 self.api.records().clone(),
@@ -188,7 +193,9 @@ impl App {
             task.abort();
         }
         reload.abort();
-        usage.abort();
+        if let Some(usage) = usage {
+            usage.abort();
+        }
         Ok(())
     }
 }
@@ -355,6 +362,7 @@ impl AppBuilder {
             db: config.store.path.clone(),
             namespaces,
             reloader,
+            namespaced: !config.namespaces.is_empty(),
         })
     }
 }
