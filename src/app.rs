@@ -44,6 +44,8 @@ pub struct App {
     db: std::path::PathBuf,
     namespaces: Namespaces,
     reloader: Reloader,
+    /// Whether `[[namespaces]]` is configured (the usage gauges are fed only then).
+    namespaced: bool,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -129,13 +131,27 @@ impl App {
     /// the console (its URL carries the API token in the fragment, which browsers never
     /// send to a server; the console keeps it in sessionStorage).
     pub fn ready_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        self.ready_json_for(&Namespace::default())
+    }
+
+    /// [`ready_json`](Self::ready_json) for the bridge of namespace `ns` (`callbackd run
+    /// --namespace`): its console URL carries that namespace's API token (none without one).
+    pub fn ready_json_for(&self, ns: &Namespace) -> serde_json::Value {
+        let table = self.namespaces.table();
+        let console = table
+            .token_of(ns, TokenRole::Api)
+            .map(|t| format!("{}ui/#token={}", self.base_url(), t.expose()));
+        let mut ready = serde_json::json!({
             "url": self.base_url(),
             "api_url": self.api_url(),
-            "console_url": format!("{}ui/#token={}", self.base_url(), self.tokens.api.expose()),
+            "console_url": console,
             "pid": std::process::id(),
             "db": self.db,
-        })
+        });
+        if *ns != Namespace::default() {
+            ready["namespace"] = ns.as_str().into();
+        }
+        ready
     }
 
     /// The run API's base URL.
@@ -150,10 +166,13 @@ impl App {
         self.tools.run_on(tokio::runtime::Handle::current());
         self.api.start();
         let reload = tokio::spawn(self.reloader.clone().watch());
-        let usage = tokio::spawn(crate::namespaces::usage::feed_metrics(
-            self.api.records().clone(),
-            self.api.metrics().clone(),
-        ));
+        // The usage gauges scan every row: only for a daemon that has namespaces to tell apart.
+        let usage = self.namespaced.then(|| {
+            tokio::spawn(crate::namespaces::usage::feed_metrics(
+                self.api.records().clone(),
+                self.api.metrics().clone(),
+            ))
+        });
         let retention = self.retention.map(|(age, interval, batch)| {
             crate::api::retention::spawn_periodic(
                 self.api.records().clone(),
@@ -174,7 +193,9 @@ impl App {
             task.abort();
         }
         reload.abort();
-        usage.abort();
+        if let Some(usage) = usage {
+            usage.abort();
+        }
         Ok(())
     }
 }
@@ -341,6 +362,7 @@ impl AppBuilder {
             db: config.store.path.clone(),
             namespaces,
             reloader,
+            namespaced: !config.namespaces.is_empty(),
         })
     }
 }

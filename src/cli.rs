@@ -190,6 +190,10 @@ pub struct ClientArgs {
     /// Print the API's JSON, one object per line.
     #[arg(long)]
     pub json: bool,
+    /// Without --token: use this namespace's `api_token` from the configuration
+    /// (`[[namespaces]]`; docs/namespaces.md).
+    #[arg(long, value_name = "NAME", value_parser = crate::transfer::cli::parse_namespace)]
+    pub namespace: Option<crate::store::Namespace>,
     /// Where the default URL and the tokens file come from.
     #[command(flatten)]
     pub config: ConfigArgs,

@@ -85,13 +85,39 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             // Tool names, schemas and command blocks are checked when the registry is built.
             let tools = App::builder(config.clone()).tool_declarations()?;
+            // The namespaces' tokens, names, quotas and allowlists, checked as at startup.
+            let named = config
+                .namespaces
+                .iter()
+                .filter(|n| n.name != "default")
+                .count();
+            if !config.namespaces.is_empty() {
+                let placeholder =
+                    |s: &str| callbackd::secret::Secret::new(format!("(default {s})"));
+                let default = tokens::Tokens {
+                    store: placeholder("store"),
+                    tool: placeholder("tool"),
+                    api: placeholder("api"),
+                    api_read: None,
+                };
+                let table = callbackd::namespaces::Table::build(&config, &default, &|k| {
+                    std::env::var(k).ok()
+                })?;
+                let served: Vec<String> = tools
+                    .as_object()
+                    .map(|t| t.keys().cloned().collect())
+                    .unwrap_or_default();
+                table.check_tools(&|n| served.iter().any(|s| s == n))?;
+            }
             println!(
-                "config ok: listen {}, {}, sync {}, max body {} bytes, tools {}, tokens {tokens}",
+                "config ok: listen {}, {}, sync {}, max body {} bytes, tools {}, namespaces {}, \
+                 tokens {tokens}",
                 as_toml(&config.server.listen),
                 config.store.backend().describe(),
                 as_toml(&config.store.sync),
                 config.server.max_body_bytes,
-                tools.as_object().map_or(0, |t| t.len())
+                tools.as_object().map_or(0, |t| t.len()),
+                1 + named
             );
             Ok(())
         }

@@ -1002,3 +1002,74 @@ fn bridge_args_of_a_namespace_are_its_own_tokens() {
         stderr(&out)
     );
 }
+
+#[test]
+fn check_config_checks_the_namespaces_as_the_daemon_would() {
+    let w = World::new();
+    let config = w.cwd.join("c.toml");
+    let good = namespace_toml("a", 1, "tools = [\"echo\"]");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{good}")).unwrap();
+    let c = config.to_str().unwrap();
+    let out = w.run(&["check-config", "--config", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("namespaces 2"), "{}", stdout(&out));
+    let bad = namespace_toml("a", 1, "tools = [\"no-such-tool\"]");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{bad}")).unwrap();
+    let out = w.run(&["check-config", "--config", c]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("namespaces[a].tools"),
+        "{}",
+        stderr(&out)
+    );
+    let zero = namespace_toml("a", 1, "[namespaces.quotas]\nmax_agents = 0");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{zero}")).unwrap();
+    let out = w.run(&["check-config", "--config", c]);
+    assert!(
+        stderr(&out).contains("namespaces[a].quotas.max_agents"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!w.cwd.join("x.db").exists(), "check-config writes nothing");
+}
+
+#[test]
+fn client_commands_take_a_namespaces_api_token_from_the_config() {
+    let w = World::new();
+    let config = w.cwd.join("c.toml");
+    let a = namespace_toml("a", 1, "api_token = \"a-api-v1-0123456789\"");
+    std::fs::write(&config, format!("[store]\npath = \"x.db\"\n{a}")).unwrap();
+    let c = config.to_str().unwrap();
+    let mut daemon = w.serve(&["--config", c]);
+    let addr = daemon.addr();
+    let create = r#"{"substore":"agents","method":"create","input":{"agent":{"agentId":"agent-of-a","cwd":"/a","status":"idle","activeRunId":null,"name":"A","createdAt":1,"updatedAt":1}}}"#;
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "a-store-v1-0123456789", create),
+        200
+    );
+    let url = format!("http://{addr}/");
+    let out = w.run(&["sessions", "--url", &url, "--namespace", "a", "--config", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("agent-of-a"), "{}", stdout(&out));
+    let out = w.run(&["sessions", "--url", &url, "--config", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("agent-of-a"),
+        "the default namespace: {}",
+        stdout(&out)
+    );
+    let out = w.run(&[
+        "sessions",
+        "--url",
+        &url,
+        "--namespace",
+        "zz",
+        "--config",
+        c,
+    ]);
+    assert!(
+        stderr(&out).contains("namespace \"zz\" is not configured"),
+        "{}",
+        stderr(&out)
+    );
+}

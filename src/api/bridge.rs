@@ -186,9 +186,10 @@ impl BridgeSlot {
             .ok_or_else(|| {
                 Problem::new(
                     ProblemCode::NotImplemented,
-                    "no bridge is attached to this daemon: start it as `callbackd run -- <bridge>`, \
-                     or set [bridge] url and token_file in the config of `callbackd serve`; reads \
-                     and streams work without one",
+                    "no bridge is attached to this daemon for this namespace: start it as \
+                     `callbackd run [--namespace N] -- <bridge>`, or set [bridge] (a namespace's \
+                     own: [namespaces.bridge]) url and token_file in the config of `callbackd \
+                     serve`; reads and streams work without one",
                 )
             })
     }

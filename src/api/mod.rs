@@ -155,11 +155,6 @@ impl ApiState {
         &self.inner.tokens
     }
 
-    /// The bridges of the namespaces, for the run API's writes.
-    pub fn bridges(&self) -> &Bridges {
-        &self.inner.bridges
-    }
-
     /// The bridge of namespace `ns`.
     pub fn bridge(&self, ns: &crate::store::Namespace) -> BridgeSlot {
         self.inner.bridges.slot(ns)

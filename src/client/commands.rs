@@ -1,7 +1,8 @@
 //! The client commands' glue: resolve the URL and the token, call, print.
 //!
 //! URL: `--url`, else `CALLBACKD_URL`, else the configured listen address. Token: `--token`,
-//! else `CALLBACKD_API_TOKEN`, else `[api] token` / `token_file` of the configuration, else
+//! else `CALLBACKD_API_TOKEN`, else (with `--namespace N`) N's `api_token` in the
+//! configuration, else `[api] token` / `token_file` of the configuration, else
 //! `api_token` in the tokens file the daemon generated next to its database. Output: one line per item; `--json` prints the API's own JSON, one object
 //! per line.
 
@@ -305,9 +306,29 @@ pub fn client(args: &ClientArgs) -> anyhow::Result<ApiClient> {
             crate::app::base_url(addr)
         }
     };
-    let token = match &args.token {
-        Some(t) => t.clone(),
-        None => {
+    let token = match (&args.token, &args.namespace) {
+        (Some(t), _) => t.clone(),
+        (None, Some(ns)) if *ns != crate::store::Namespace::default() => {
+            let c = config()?;
+            let (i, entry) = c
+                .namespaces
+                .iter()
+                .enumerate()
+                .find(|(_, e)| e.name == ns.as_str())
+                .with_context(|| format!("namespace {:?} is not configured", ns.as_str()))?;
+            let env = |k: &str| std::env::var(k).ok();
+            entry
+                .token(i, crate::namespaces::TokenRole::Api, &env)?
+                .with_context(|| {
+                    format!(
+                        "{} has no api_token: the run API is closed to it",
+                        entry.label(i)
+                    )
+                })?
+                .expose()
+                .to_string()
+        }
+        (None, _) => {
             let c = config()?;
             if let Some(t) = &c.api.token {
                 t.expose().to_string()

@@ -142,7 +142,10 @@ pub async fn run(
     let flags = app.bridge_args(&opts.namespace)?;
     let api = app.api().clone();
     let (bridge_model, bridge_key) = app.bridge_defaults();
-    crate::telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
+    crate::telemetry::stderr_line(format_args!(
+        "callbackd ready {}",
+        app.ready_json_for(&opts.namespace)
+    ));
     tracing::info!(url = %app.base_url(), "callbackd listening; starting the bridge");
     let (stop_server, stopped) = oneshot::channel::<()>();
     let mut server = tokio::spawn(app.run_until(async {
