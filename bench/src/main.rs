@@ -130,6 +130,10 @@ struct Opts {
     /// random run ids do.
     #[arg(long)]
     ns_clustered_ids: bool,
+    /// namespaces: give each of the N namespaces quotas (max_agents, max_stored_bytes,
+    /// max_events_per_run, max_appends_per_second), set too high to be reached.
+    #[arg(long)]
+    ns_quotas: bool,
     /// agents-list: agents in the workspace, and passes over them.
     #[arg(long)]
     agents: Option<usize>,
@@ -407,6 +411,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     pg_url: opts.pg_url.as_deref(),
                     tag: &tag,
                     namespaces: count,
+                    quotas: opts.ns_quotas,
                 })
                 .await?;
                 let a = append::Append {
@@ -422,6 +427,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     workloads::namespaces::run(&d, &a, &opts.append_clients, spread, reps).await?;
                 report.namespaces(report::Namespaces {
                     count,
+                    quotas: opts.ns_quotas,
                     rows,
                     ready_one: d.ready_one,
                     ready_many: d.ready_many,

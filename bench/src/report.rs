@@ -90,6 +90,8 @@ pub struct Report {
 /// The `namespaces` workload: its rows and the two daemons' start figures.
 pub struct Namespaces {
     pub count: usize,
+    /// Whether each namespace had quotas (set too high to be reached).
+    pub quotas: bool,
     pub rows: Vec<crate::workloads::namespaces::NsRow>,
     pub ready_one: Duration,
     pub ready_many: Duration,
@@ -123,6 +125,16 @@ impl crate::workloads::namespaces::NsRow {
             .iter()
             .map(|(m, o)| m.errors + m.wrong + o.errors + o.wrong)
             .sum()
+    }
+
+    /// The slowest call of one side over every repeat (a stall shows here, whichever repeat
+    /// is the median).
+    fn max_latency(&self, many: bool) -> Duration {
+        self.pairs
+            .iter()
+            .map(|(m, o)| if many { m } else { o }.quantile(1.0))
+            .max()
+            .unwrap_or_default()
     }
 
     /// Server CPU per call over every repeat of one side (`many`: the N-namespace daemon),
@@ -326,13 +338,14 @@ impl Report {
         let n = ns.count;
         println!();
         println!(
-            "### namespaces: append with {n} `[[namespaces]]` against one namespace (no `[[namespaces]]`), two daemons side by side, phases alternated"
+            "### namespaces: append with {n} `[[namespaces]]`{} against one namespace (no `[[namespaces]]`), two daemons side by side, phases alternated",
+            if ns.quotas { " (each with quotas it never reaches)" } else { "" }
         );
         println!();
         println!(
-            "| clients | tokens | calls | calls/s, {n} ns | calls/s, one | × one | spread | p50 | p99 | p50, one | p99, one | server CPU/call, {n} ns | one | CPU × one | errors |"
+            "| clients | tokens | calls | calls/s, {n} ns | calls/s, one | × one | spread | p50 | p99 | p50, one | p99, one | max, {n} ns | max, one | server CPU/call, {n} ns | one | CPU × one | errors |"
         );
-        println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        println!("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
         for r in &ns.rows {
             let (sorted, median) = r.ratios();
             let (m, o) = &r.pairs[median];
@@ -343,7 +356,7 @@ impl Report {
             };
             let (cpu_m, cpu_o) = (r.cpu_per_call(true), r.cpu_per_call(false));
             println!(
-                "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {:.0} | {:.0} | {:.3} | {spread} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.clients,
                 r.tokens,
                 m.calls,
@@ -354,6 +367,8 @@ impl Report {
                 dur(m.quantile(0.99)),
                 dur(o.quantile(0.50)),
                 dur(o.quantile(0.99)),
+                dur(r.max_latency(true)),
+                dur(r.max_latency(false)),
                 cpu_m.map_or("–".into(), dur),
                 cpu_o.map_or("–".into(), dur),
                 match (cpu_m, cpu_o) {
@@ -369,7 +384,7 @@ impl Report {
             "- tokens: 1 = every append with the store token of the last of the {n} namespaces; K = run r in namespace r % K, so each connection carries K namespaces' tokens"
         );
         println!(
-            "- × one: the {n}-namespace daemon's calls/s over the one-namespace daemon's in the phase next to it (median repeat shown; spread: lowest–highest of {} repeats); server CPU/call: over all repeats",
+            "- × one: the {n}-namespace daemon's calls/s over the one-namespace daemon's in the phase next to it (median repeat shown; spread: lowest–highest of {} repeats); max and server CPU/call: over all repeats",
             ns.rows.first().map_or(0, |r| r.pairs.len())
         );
         let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);

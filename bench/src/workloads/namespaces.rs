@@ -51,6 +51,8 @@ pub struct Setup<'a> {
     pub tag: &'a str,
     /// Namespaces in the config of the second daemon.
     pub namespaces: usize,
+    /// Give every namespace quotas (too high to be reached): the quota gate's cost.
+    pub quotas: bool,
 }
 
 /// The two daemons, and what their start said.
@@ -67,9 +69,9 @@ pub struct Daemons {
     _dirs: (ScratchDir, ScratchDir),
 }
 
-/// `[[namespaces]]` entries `ns-000`.. with generated tokens; returns the TOML and the store
-/// tokens.
-pub fn config(n: usize, seed: u64) -> (String, Vec<String>) {
+/// `[[namespaces]]` entries `ns-000`.. with generated tokens (and with `quotas`, quotas
+/// that the bench never reaches); returns the TOML and the store tokens.
+pub fn config(n: usize, seed: u64, quotas: bool) -> (String, Vec<String>) {
     let mut rng = Rng::new(seed);
     let mut text = String::new();
     let mut tokens = Vec::with_capacity(n);
@@ -79,6 +81,12 @@ pub fn config(n: usize, seed: u64) -> (String, Vec<String>) {
         text.push_str(&format!(
             "\n[[namespaces]]\nname = \"ns-{i:03}\"\nstore_token = \"{store}\"\ntool_token = \"{tool}\"\n"
         ));
+        if quotas {
+            text.push_str(
+                "[namespaces.quotas]\nmax_agents = 1_000_000\nmax_stored_bytes = 1_000_000_000_000\n\
+                 max_events_per_run = 1_000_000_000\nmax_appends_per_second = 1_000_000\n",
+            );
+        }
         tokens.push(store);
     }
     (text, tokens)
@@ -92,7 +100,7 @@ pub async fn start(s: &Setup<'_>) -> anyhow::Result<Daemons> {
     let default_token = |k: u64| Rng::new(seed ^ (k << 56)).hex64();
     let (one, ready_one, dir_one) =
         spawn(s, "one", "", &default_token(1)).context("the one-namespace daemon")?;
-    let (extra, tokens) = config(s.namespaces, seed);
+    let (extra, tokens) = config(s.namespaces, seed, s.quotas);
     let (many, ready_many, dir_many) = spawn(s, "many", &extra, &default_token(2))
         .with_context(|| format!("the daemon with {} namespaces", s.namespaces))?;
     tokio::time::sleep(Duration::from_millis(500)).await;
