@@ -5,8 +5,9 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
-use futures_util::future::{ready, Either, Ready};
+use futures_util::future::{BoxFuture, Either};
 use http::{header, Request};
+use http_body_util::BodyExt;
 use tower::Service;
 
 use super::TokenSet;
@@ -37,7 +38,7 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = Either<S::Future, Ready<Result<Response, Infallible>>>;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response, Infallible>>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -66,8 +67,33 @@ where
                 }
                 let err =
                     ConnectError::new(Code::Unauthenticated, "missing or invalid bearer token");
-                Either::Right(ready(Ok(err.into_response())))
+                let body = req.into_body();
+                Either::Right(Box::pin(async move {
+                    drain(body).await;
+                    Ok(err.into_response())
+                }))
             }
         }
     }
+}
+
+/// The most of a refused request's body read before answering, and for how long.
+const DRAIN_BYTES: usize = 64 * 1024;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Reads what a refused request sends right away (a small body, written just after its
+/// head), so that its client reads our 401 instead of failing its write with EPIPE when we
+/// close a connection with unread body bytes. A client that stalls or sends more is not
+/// waited for: a request without a valid token gets no more of the daemon than this.
+async fn drain(mut body: Body) {
+    let read = async {
+        let mut seen = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len());
+            if seen > DRAIN_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, read).await;
 }

@@ -369,3 +369,51 @@ async fn healthz_answers_without_auth() {
     assert_eq!(resp.status, 200);
     assert_eq!(resp.json()["status"], "ok");
 }
+
+/// A refused request's body is read (when it comes at once), so the client reads the 401
+/// instead of failing its write, and the connection stays usable. Before, the daemon
+/// answered and closed with the body unread: the bridge's connect client then saw EPIPE
+/// (`internal`) instead of `unauthenticated`, now and then.
+#[tokio::test]
+async fn a_refused_request_with_a_body_gets_its_401_and_keeps_the_connection() {
+    let app = TestApp::spawn().await;
+    let mut conn = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let body = format!(
+        r#"{{"substore":"agents","method":"list","input":{{"filter":{{}}, "pad":"{}"}}}}"#,
+        "x".repeat(32 * 1024)
+    );
+    let request = |token: &str, body: &str| {
+        format!(
+            "POST {STORE_PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+             authorization: Bearer {token}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    conn.write_all(request("wrong-token", &body).as_bytes())
+        .await
+        .expect("the whole body is taken");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("unauthenticated") {
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(
+            n > 0,
+            "closed before the 401: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 401"));
+    // The same connection serves the next, authenticated request.
+    let ok = r#"{"substore":"agents","method":"list","input":{}}"#;
+    conn.write_all(request(&app.store_token, ok).as_bytes())
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    while !String::from_utf8_lossy(&answer).contains("\"items\"") {
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the connection was closed after the 401");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+}
