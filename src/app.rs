@@ -46,6 +46,7 @@ pub struct App {
     reloader: Reloader,
     /// Whether `[[namespaces]]` is configured (the usage gauges are fed only then).
     namespaced: bool,
+    quotas: QuotaGate,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -166,6 +167,7 @@ impl App {
         self.tools.run_on(tokio::runtime::Handle::current());
         self.api.start();
         let reload = tokio::spawn(self.reloader.clone().watch());
+        let quotas = tokio::spawn(self.quotas.clone().refresh_forever());
         // The usage gauges scan every row: only for a daemon that has namespaces to tell apart.
         let usage = self.namespaced.then(|| {
             tokio::spawn(crate::namespaces::usage::feed_metrics(
@@ -193,6 +195,7 @@ impl App {
             task.abort();
         }
         reload.abort();
+        quotas.abort();
         if let Some(usage) = usage {
             usage.abort();
         }
@@ -295,6 +298,7 @@ impl AppBuilder {
         let s = &config.server;
         let metrics = metrics_for(&config, &tokens, store.as_ref())?;
         let tools = rpc::tools::ToolService::new(registry);
+        let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
         let state = RpcState {
             store: store.clone(),
             tools: tools.clone(),
@@ -305,7 +309,7 @@ impl AppBuilder {
             records: Some(records.clone()),
             approvals: Some(approvals.clone()),
             metrics: metrics.clone(),
-            quotas: QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone()),
+            quotas: quotas.clone(),
             namespaces: namespaces.clone(),
         };
         let api = ApiState::new(crate::api::ApiParts {
@@ -363,6 +367,7 @@ impl AppBuilder {
             namespaces,
             reloader,
             namespaced: !config.namespaces.is_empty(),
+            quotas,
         })
     }
 }

@@ -6,8 +6,11 @@
 //!   checks it against the seq it assigns inside its transaction: exact, free.
 //! - `max_agents`: counted (an index count) before an `agents.create`, with the namespace's
 //!   creates one at a time, so concurrent creates cannot overshoot (on one daemon).
-//! - `max_stored_bytes`: a per-namespace total read from the store (`usage`) at first use
-//!   and every [`REFRESH`], plus each accepted write's size in between.
+//! - `max_stored_bytes`: a per-namespace total read from the store (`usage`, a scan of the
+//!   namespace's rows) in the background every [`REFRESH`] ([`QuotaGate::refresh_forever`]),
+//!   plus each accepted write's size in between. Only a namespace's very first write waits
+//!   for a scan (one scan, however many writes arrive meanwhile): the scan is never on the
+//!   request path after that.
 //! - `max_appends_per_second`: a token bucket per namespace, a second's worth deep.
 //!
 //! A namespace without quotas costs one settings lookup per call.
@@ -47,6 +50,9 @@ struct NsState {
     bytes: Option<(u64, Instant)>,
     /// Serializes the namespace's `agents.create` calls while `max_agents` is set.
     creates: Arc<tokio::sync::Mutex<()>>,
+    /// Held by the one write that reads the first total, so that others wait for it
+    /// instead of each starting a scan.
+    first_scan: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// A token bucket: `rate` tokens a second, at most `rate` held.
@@ -231,20 +237,44 @@ impl QuotaGate {
         }
     }
 
-    /// The namespace's stored bytes: the last total read from the store, if fresh enough.
+    /// The namespace's stored bytes: the last total read from the store, plus what was
+    /// written since. Read from the store here only the first time.
     async fn stored_bytes(&self, ns: &Namespace) -> Result<u64, StoreError> {
-        let fresh = self.state(ns, |s| {
-            s.bytes
-                .filter(|(_, at)| at.elapsed() < REFRESH)
-                .map(|(n, _)| n)
-        });
-        if let Some(n) = fresh {
+        if let Some((n, _)) = self.state(ns, |s| s.bytes) {
             return Ok(n);
         }
+        let lock = self.state(ns, |s| s.first_scan.clone());
+        let _first = lock.lock().await;
+        if let Some((n, _)) = self.state(ns, |s| s.bytes) {
+            return Ok(n);
+        }
+        self.scan(ns).await
+    }
+
+    /// Reads `ns`'s total from the store.
+    async fn scan(&self, ns: &Namespace) -> Result<u64, StoreError> {
         let usage = self.inner.records.usage(Some(ns)).await?;
         let n = usage.first().map_or(0, |u| u.stored_bytes);
         self.state(ns, |s| s.bytes = Some((n, Instant::now())));
         Ok(n)
+    }
+
+    /// Reads the stored-bytes total of every namespace with `max_stored_bytes` (as
+    /// configured now) at once and every [`REFRESH`], one namespace at a time, until aborted. Deletes
+    /// are counted from then on; writes since the last read were added as they came.
+    pub async fn refresh_forever(self) {
+        loop {
+            let table = self.inner.namespaces.table();
+            for (ns, settings) in &table.settings {
+                if settings.quotas.max_stored_bytes.is_none() {
+                    continue;
+                }
+                if let Err(e) = self.scan(ns).await {
+                    tracing::warn!(namespace = ns.as_str(), error = %e, "cannot read the namespace's stored bytes; the last total stays in force");
+                }
+            }
+            tokio::time::sleep(REFRESH).await;
+        }
     }
 }
 
