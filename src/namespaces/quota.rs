@@ -25,8 +25,9 @@ use super::{Namespaces, OverRate, Quotas};
 use crate::metrics::Metrics;
 use crate::store::{Namespace, RunRecords, StoreCall, StoreError};
 
-/// How old the stored-bytes total may get before it is read from the store again.
-pub const REFRESH: Duration = Duration::from_secs(30);
+/// How often the stored-bytes total of a namespace written to since is read again: a scan
+/// of its rows, so not often (deletes and replaced documents are counted only then).
+pub const REFRESH: Duration = Duration::from_secs(60);
 /// The longest an append waits for the rate bucket (`over_rate = "delay"`).
 pub const MAX_DELAY: Duration = Duration::from_secs(1);
 
@@ -48,6 +49,9 @@ struct NsState {
     bucket: Option<Bucket>,
     /// The stored-bytes total and when it was read from the store.
     bytes: Option<(u64, Instant)>,
+    /// Whether a write was accepted since the total was last read (an idle namespace is
+    /// not scanned again).
+    written: bool,
     /// Serializes the namespace's `agents.create` calls while `max_agents` is set.
     creates: Arc<tokio::sync::Mutex<()>>,
     /// Held by the one write that reads the first total, so that others wait for it
@@ -182,6 +186,7 @@ impl QuotaGate {
                 if let Some((total, _)) = s.bytes.as_mut() {
                     *total = total.saturating_add(n);
                 }
+                s.written = true;
             });
         }
     }
@@ -255,7 +260,10 @@ impl QuotaGate {
     async fn scan(&self, ns: &Namespace) -> Result<u64, StoreError> {
         let usage = self.inner.records.usage(Some(ns)).await?;
         let n = usage.first().map_or(0, |u| u.stored_bytes);
-        self.state(ns, |s| s.bytes = Some((n, Instant::now())));
+        self.state(ns, |s| {
+            s.bytes = Some((n, Instant::now()));
+            s.written = false;
+        });
         Ok(n)
     }
 
@@ -266,7 +274,8 @@ impl QuotaGate {
         loop {
             let table = self.inner.namespaces.table();
             for (ns, settings) in &table.settings {
-                if settings.quotas.max_stored_bytes.is_none() {
+                let idle = self.state(ns, |s| s.bytes.is_some() && !s.written);
+                if settings.quotas.max_stored_bytes.is_none() || idle {
                     continue;
                 }
                 if let Err(e) = self.scan(ns).await {
