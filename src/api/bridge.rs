@@ -277,3 +277,81 @@ pub fn bridge_problem(what: &str, e: &ClientError) -> Problem {
     };
     Problem::new(code, detail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::namespaces::{Settings, Table};
+
+    fn table(bridges: &[(&str, Option<&str>)]) -> Table {
+        let mut t = Table::default();
+        for (ns, url) in bridges {
+            t.settings.insert(
+                Namespace::new(ns),
+                Arc::new(Settings {
+                    bridge: url.map(|u| BridgeConfig {
+                        url: Some(u.to_string()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+            );
+        }
+        t
+    }
+
+    #[test]
+    fn a_reload_attaches_new_bridges_and_detaches_removed_ones_only() {
+        let bridges = Bridges::default();
+        bridges
+            .configure(&table(&[("a", Some("http://127.0.0.1:7001")), ("b", None)]))
+            .unwrap();
+        assert_eq!(
+            bridges.slot(&Namespace::new("a")).get().unwrap().url(),
+            "http://127.0.0.1:7001"
+        );
+        assert!(bridges.slot(&Namespace::new("b")).get().is_err());
+        // b's bridge attached by `callbackd run --namespace b`, not by the config.
+        let run = BridgeClient::new(
+            "http://127.0.0.1:7009",
+            None,
+            None,
+            "m".into(),
+            String::new(),
+        )
+        .unwrap();
+        bridges.slot(&Namespace::new("b")).attach(run);
+        // a's bridge moves; b's supervised one stays.
+        bridges
+            .configure(&table(&[("a", Some("http://127.0.0.1:7002")), ("b", None)]))
+            .unwrap();
+        assert_eq!(
+            bridges.slot(&Namespace::new("a")).get().unwrap().url(),
+            "http://127.0.0.1:7002"
+        );
+        assert_eq!(
+            bridges.slot(&Namespace::new("b")).get().unwrap().url(),
+            "http://127.0.0.1:7009"
+        );
+        // a's configured bridge is gone from the config: detached.
+        bridges.configure(&table(&[("b", None)])).unwrap();
+        let err = bridges.slot(&Namespace::new("a")).get().err().unwrap();
+        assert_eq!(err.code, ProblemCode::NotImplemented);
+        // A bridge whose token file cannot be read refuses the reload, changing nothing.
+        let mut bad = table(&[("c", Some("http://127.0.0.1:7003"))]);
+        Arc::make_mut(bad.settings.get_mut(&Namespace::new("c")).unwrap())
+            .bridge
+            .as_mut()
+            .unwrap()
+            .token_file = Some("/nonexistent/token".into());
+        let e = bridges.configure(&bad).unwrap_err();
+        assert!(
+            e.contains("namespaces[c].bridge") && e.contains("token_file"),
+            "{e}"
+        );
+        assert_eq!(
+            bridges.slot(&Namespace::new("b")).get().unwrap().url(),
+            "http://127.0.0.1:7009"
+        );
+    }
+}
