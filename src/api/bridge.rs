@@ -266,6 +266,9 @@ pub fn bridge_problem(what: &str, e: &ClientError) -> Problem {
             "permission_denied" => ProblemCode::PermissionDenied,
             "unavailable" => ProblemCode::Unavailable,
             "unimplemented" => ProblemCode::NotImplemented,
+            // A namespace's quota (the store refused the bridge's write), or the bridge's own
+            // rate limits: the caller may retry later, it is not our failure.
+            "resource_exhausted" => ProblemCode::ResourceExhausted,
             _ => ProblemCode::Internal,
         },
     };
@@ -273,7 +276,13 @@ pub fn bridge_problem(what: &str, e: &ClientError) -> Problem {
         ClientError::Transport { .. } | ClientError::Protocol { .. } => format!(
             "{what}: the bridge is not reachable ({e}); stored sessions, runs and streams still work"
         ),
-        _ => format!("{what}: the bridge answered: {e}"),
+        // The bridge repeats the code at the start of its message: say it once.
+        ClientError::Status { code, message } => {
+            let message = message
+                .strip_prefix(&format!("[{code}] "))
+                .unwrap_or(message);
+            format!("{what}: the bridge answered: [{code}] {message}")
+        }
     };
     Problem::new(code, detail)
 }
