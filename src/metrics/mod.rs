@@ -510,6 +510,39 @@ mod tests {
     }
 
     #[test]
+    fn namespace_usage_is_a_gauge_per_namespace() {
+        let m = Metrics::default();
+        assert!(
+            !m.encode().contains("namespace_agents"),
+            "no series before a reading"
+        );
+        let usage = |ns: &str, agents, bytes| crate::store::records::NamespaceUsage {
+            namespace: ns.into(),
+            agents,
+            stored_bytes: bytes,
+            ..Default::default()
+        };
+        m.set_usage(vec![usage("a", 3, 4096), usage("b", 0, 10)]);
+        let text = m.encode();
+        assert!(
+            text.contains("# TYPE callbackd_namespace_agents gauge"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callbackd_namespace_agents{namespace=\"a\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callbackd_namespace_stored_bytes{namespace=\"a\"} 4096\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("callbackd_namespace_stored_bytes{namespace=\"b\"} 10\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn stream_gauges_follow_the_guards() {
         let m = Metrics::default();
         let a = m.stream_guard();
