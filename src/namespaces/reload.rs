@@ -125,10 +125,13 @@ impl Reloader {
     }
 }
 
-/// The table of `config` (its default namespace's tokens resolved as the daemon does),
-/// with allowlists checked against `serves`.
+/// The table of `config` (its default namespace's tokens found as the daemon resolved them
+/// at startup), with allowlists checked against `serves`.
+///
+/// `tokens::find`, never `resolve`: a reload must not generate new default tokens (a deleted
+/// tokens file would otherwise lock the running bridge out); it is refused instead.
 pub fn table_of(config: &Config, serves: &dyn Fn(&str) -> bool) -> anyhow::Result<Table> {
-    let tokens = crate::tokens::resolve(&config.auth, &config.api, &config.store.path)?;
+    let tokens = crate::tokens::find(&config.auth, &config.api, &config.store.path)?;
     let table = Table::build(config, &tokens, &|k| std::env::var(k).ok())?;
     table.check_tools(serves)?;
     Ok(table)

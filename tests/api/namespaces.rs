@@ -556,6 +556,12 @@ async fn a_reload_rotates_tokens_and_closes_revoked_streams_without_a_restart() 
     // The default namespace, whose tokens did not change, works on.
     app.store_token = default.store.clone();
     app.store_ok("agents", "list", json!({"filter": {}})).await;
+    // A reload never generates default tokens: with the tokens file gone it is refused, and
+    // the running bridge's tokens stay valid.
+    std::fs::remove_file(callbackd::tokens::generated_path(&app.db)).unwrap();
+    let err = app.reloader.apply(&config).unwrap_err().to_string();
+    assert!(err.contains("no tokens file"), "{err}");
+    app.store_ok("agents", "list", json!({"filter": {}})).await;
 }
 
 #[tokio::test]
