@@ -33,6 +33,12 @@ const PAGE: usize = 256;
 const FRAMES: usize = 64;
 /// The fallback re-read when no notification came.
 const FALLBACK_READ: Duration = Duration::from_secs(2);
+/// A woken follower that wrote less than this long ago waits until it has passed before it
+/// reads: under a fast appender it writes once per window instead of once per append (each
+/// write is a syscall and a wake-up of the connection), and the appender gets the CPU back
+/// sooner. A follower idle for longer (a run appended at a human pace) reads at once.
+/// tokio's timer ticks in milliseconds, so the wait ends 1–2 ms after the last write.
+const COALESCE: Duration = Duration::from_millis(1);
 
 /// What one stream sends.
 pub struct StreamPlan {
@@ -181,6 +187,8 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     // Counted as a follower (`/metrics`) from up_to_date until the stream ends.
     let mut _following: Option<Following> = None;
     let mut run_doc_terminal = is_terminal(&plan.run_doc);
+    // When durable frames last went out (the coalescing window starts there).
+    let mut last_write: Option<Instant> = None;
     loop {
         // 1. Everything stored after the position (from the run's shared feed).
         loop {
@@ -210,6 +218,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                 }
             }
             out.bytes(batch.freeze()).await?;
+            last_write = Some(Instant::now());
             if ended {
                 return Ok(());
             }
@@ -242,6 +251,13 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                         tokio::time::sleep(FALLBACK_READ).await;
                         known = None;
                     } else {
+                        if let Some(at) = last_write.map(|w| w + COALESCE) {
+                            if Instant::now() < at {
+                                // Tokens, approvals and shutdown wait too (≤ 2 ms): what
+                                // goes out, and in what order, is as if the read were slow.
+                                tokio::time::sleep_until(at).await;
+                            }
+                        }
                         known = Some(*follow.rx.borrow_and_update());
                     }
                     break;
