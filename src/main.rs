@@ -249,12 +249,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Export(args) => {
             let config = load(&args.config)?;
-            sqlite_only(&config, "export")?;
-            callbackd::transfer::jsonl_export::command(
-                &config.store.path,
+            block_on(callbackd::transfer::jsonl_export::command(
+                &config.store.backend(),
                 &args.namespace,
                 &args.dir,
-            )
+            ))?
         }
         Command::Import(args) => {
             let config = load(&args.config)?;
@@ -305,8 +304,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// `backup`, `export` and `import` work on a SQLite file; on PostgreSQL they would silently
-/// read or write a file nobody uses.
+/// `backup` and `import` work on a SQLite file; on PostgreSQL they would silently read or
+/// write a file nobody uses. (`export` reads either backend.)
 fn sqlite_only(config: &Config, command: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         config.store.backend().sqlite_path().is_some(),

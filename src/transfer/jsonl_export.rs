@@ -2,8 +2,9 @@
 //! that the bridge can be started on it with
 //! `--local-store '{"type":"jsonl","rootDir":"DIR"}'`.
 //!
-//! Read from one snapshot of the database (the daemon may go on serving). DIR must be new
-//! or empty; all four files are written (an empty one for an empty substore), fsynced, and
+//! Read from one snapshot of the store, SQLite or PostgreSQL (the daemons may go on
+//! serving); the same data gives the same bytes from either backend. DIR must be new or
+//! empty; all four files are written (an empty one for an empty substore), fsynced, and
 //! removed again if the export fails. The `memory` tool's notes have no place in the layout
 //! and are not exported.
 
@@ -16,8 +17,10 @@ use base64::Engine;
 
 use super::jsonl::{self, one_line};
 use super::progress::Progress;
+use crate::store::backend::BackendOptions;
 use crate::store::dump::{CheckpointRecord, DumpCounts, DumpSink, EventRecord};
-use crate::store::sqlite::dump::{read_all, ReadError};
+use crate::store::postgres::{dump as pg_dump, PgOptions};
+use crate::store::sqlite::dump as sqlite_dump;
 use crate::store::{AgentDoc, Namespace, RunDoc};
 
 /// Why an export failed. A failed export leaves DIR as it found it.
@@ -36,36 +39,62 @@ pub enum ExportError {
     },
     #[error("reading the database")]
     Store(#[source] rusqlite::Error),
+    /// Connecting to or reading the PostgreSQL store (the message names it).
+    #[error(transparent)]
+    Postgres(pg_dump::ReadError<std::convert::Infallible>),
     /// A stored record the bridge's JSONL store would reject as corrupt.
     #[error("{what} cannot be written in the bridge's JSONL layout: {why}")]
     Unfit { what: String, why: String },
 }
 
-/// Exports namespace `ns` of the database at `db` into `dir`.
+/// Exports namespace `ns` of the SQLite database at `db` into `dir`.
 pub fn export(db: &Path, ns: &Namespace, dir: &Path) -> Result<DumpCounts, ExportError> {
     if !db.is_file() {
         return Err(ExportError::NoDatabase(db.to_path_buf()));
     }
-    prepare_dir(dir)?;
-    let mut files = Files::create(dir)?;
-    let result = read_all(db, ns.as_str(), &mut files)
-        .map_err(|e| match e {
-            ReadError::Store(e) => ExportError::Store(e),
-            ReadError::Sink(e) => e,
-        })
-        .and_then(|counts| files.finish().map(|()| counts));
-    if result.is_err() {
-        for name in jsonl::FILES {
-            let _ = std::fs::remove_file(dir.join(name));
-        }
-    }
-    result
+    let mut files = Files::begin(dir)?;
+    let result = sqlite_dump::read_all(db, ns.as_str(), &mut files).map_err(|e| match e {
+        sqlite_dump::ReadError::Store(e) => ExportError::Store(e),
+        sqlite_dump::ReadError::Sink(e) => e,
+    });
+    files.end(result)
 }
 
-/// `callbackd export`: [`export`] of namespace `ns`, with a summary line.
-pub fn command(db: &Path, ns: &Namespace, dir: &Path) -> anyhow::Result<()> {
+/// Exports namespace `ns` of the PostgreSQL store of `opts` into `dir`.
+pub async fn export_pg(
+    opts: &PgOptions,
+    ns: &Namespace,
+    dir: &Path,
+) -> Result<DumpCounts, ExportError> {
+    let mut files = Files::begin(dir)?;
+    let result = pg_dump::read_all(opts, ns.as_str(), &mut files)
+        .await
+        .map_err(|e| e.split().map_or_else(|sink| sink, ExportError::Postgres));
+    files.end(result)
+}
+
+/// [`export`] or [`export_pg`], by the store's backend (SQLite's blocking read runs off
+/// the async runtime).
+pub async fn export_from(
+    backend: &BackendOptions,
+    ns: &Namespace,
+    dir: &Path,
+) -> Result<DumpCounts, ExportError> {
+    match backend {
+        BackendOptions::Sqlite(opts) => {
+            let (db, ns, dir) = (opts.path.clone(), ns.clone(), dir.to_path_buf());
+            tokio::task::spawn_blocking(move || export(&db, &ns, &dir))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        }
+        BackendOptions::Postgres(opts) => export_pg(opts, ns, dir).await,
+    }
+}
+
+/// `callbackd export`: [`export_from`] the store, namespace `ns`, with a summary line.
+pub async fn command(backend: &BackendOptions, ns: &Namespace, dir: &Path) -> anyhow::Result<()> {
     let line = Progress::new("export");
-    let counts = export(db, ns, dir)?;
+    let counts = export_from(backend, ns, dir).await?;
     line.finish(&format!(
         "namespace {}: {counts} written to {}",
         ns.as_str(),
@@ -106,6 +135,25 @@ struct Files {
 }
 
 impl Files {
+    /// The four files, created in `dir`, which must be new or empty.
+    fn begin(dir: &Path) -> Result<Files, ExportError> {
+        prepare_dir(dir)?;
+        Files::create(dir)
+    }
+
+    /// The files flushed and synced after a read that went well; removed after one that
+    /// did not.
+    fn end(self, read: Result<DumpCounts, ExportError>) -> Result<DumpCounts, ExportError> {
+        let dir = self.dir.clone();
+        let result = read.and_then(|counts| self.finish().map(|()| counts));
+        if result.is_err() {
+            for name in jsonl::FILES {
+                let _ = std::fs::remove_file(dir.join(name));
+            }
+        }
+        result
+    }
+
     fn create(dir: &Path) -> Result<Files, ExportError> {
         let open = |name: &str| -> Result<BufWriter<File>, ExportError> {
             let path = dir.join(name);

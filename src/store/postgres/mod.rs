@@ -13,6 +13,7 @@ mod cascade;
 mod check;
 mod checkpoints;
 mod db;
+pub mod dump;
 mod error;
 mod keyset;
 mod listen;

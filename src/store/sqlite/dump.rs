@@ -24,7 +24,11 @@ pub enum ReadError<E> {
 }
 
 /// Reads every agent, run, event and checkpoint blob of namespace `ns` of the database at
-/// `path` into `sink`, in the order they were written, from one snapshot.
+/// `path` into `sink`, from one snapshot, in key order: agents by id, runs by agent and id,
+/// events by run and seq (each run's events together, 1..n, as the bridge numbers them),
+/// blobs by agent and id. Ids compare bytewise. PostgreSQL has no order of insertion to
+/// read back, so this order is the one both backends give (`postgres::dump::read_all`): an
+/// export of the same data is the same bytes from either.
 pub fn read_all<S: DumpSink>(
     path: &Path,
     ns: &str,
@@ -39,7 +43,7 @@ pub fn read_all<S: DumpSink>(
     let mut counts = DumpCounts::default();
     {
         let mut stmt = tx.prepare(
-            "SELECT agent_id, cwd, updated_at, doc FROM agents WHERE ns = ?1 ORDER BY rowid",
+            "SELECT agent_id, cwd, updated_at, doc FROM agents WHERE ns = ?1 ORDER BY agent_id",
         )?;
         let mut rows = stmt.query([ns])?;
         while let Some(r) = rows.next()? {
@@ -55,7 +59,8 @@ pub fn read_all<S: DumpSink>(
     }
     {
         let mut stmt = tx.prepare(
-            "SELECT agent_id, run_id, turn_number, doc FROM runs WHERE ns = ?1 ORDER BY rowid",
+            "SELECT agent_id, run_id, turn_number, doc FROM runs WHERE ns = ?1 \
+             ORDER BY agent_id, run_id",
         )?;
         let mut rows = stmt.query([ns])?;
         while let Some(r) = rows.next()? {
@@ -72,7 +77,7 @@ pub fn read_all<S: DumpSink>(
     {
         let mut stmt = tx.prepare(
             "SELECT run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at \
-             FROM run_events WHERE ns = ?1 ORDER BY rowid",
+             FROM run_events WHERE ns = ?1 ORDER BY run_id, seq",
         )?;
         let mut rows = stmt.query([ns])?;
         while let Some(r) = rows.next()? {
@@ -91,7 +96,8 @@ pub fn read_all<S: DumpSink>(
     }
     {
         let mut stmt = tx.prepare(
-            "SELECT agent_id, blob_id, data FROM checkpoints WHERE ns = ?1 ORDER BY rowid",
+            "SELECT agent_id, blob_id, data FROM checkpoints WHERE ns = ?1 \
+             ORDER BY agent_id, blob_id",
         )?;
         let mut rows = stmt.query([ns])?;
         while let Some(r) = rows.next()? {
