@@ -32,7 +32,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ArgsFormat::Argv)]
         format: ArgsFormat,
         /// The namespace the bridge is for (`[[namespaces]]`; docs/namespaces.md).
-        #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::transfer::cli::parse_namespace)]
+        #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::store::Namespace::parse)]
         namespace: crate::store::Namespace,
     },
     /// Print each namespace's usage (agents, runs, events, stored bytes) against its quotas,
@@ -112,7 +112,7 @@ pub struct RunArgs {
     pub ready_file: Option<PathBuf>,
     /// The namespace whose tokens the bridge gets and whose run API drives it
     /// (`[[namespaces]]`; docs/namespaces.md).
-    #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::transfer::cli::parse_namespace)]
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = crate::store::Namespace::parse)]
     pub namespace: crate::store::Namespace,
     /// Seconds the bridge gets to exit after SIGINT/SIGTERM before its process group is killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
@@ -192,7 +192,7 @@ pub struct ClientArgs {
     pub json: bool,
     /// Without --token: use this namespace's `api_token` from the configuration
     /// (`[[namespaces]]`; docs/namespaces.md).
-    #[arg(long, value_name = "NAME", value_parser = crate::transfer::cli::parse_namespace)]
+    #[arg(long, value_name = "NAME", value_parser = crate::store::Namespace::parse)]
     pub namespace: Option<crate::store::Namespace>,
     /// Where the default URL and the tokens file come from.
     #[command(flatten)]

@@ -149,3 +149,33 @@ pub trait Store: Send + Sync + 'static {
     /// The approvals of held tool calls, kept by the same backend.
     fn approval_records(self: Arc<Self>) -> Arc<dyn approvals::ApprovalRecords>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Namespace;
+
+    #[test]
+    fn namespace_names_follow_the_rule() {
+        for good in ["default", "a", "0", "alice-2", "team_x", &"a".repeat(63)] {
+            assert_eq!(Namespace::parse(good).unwrap().as_str(), good);
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            (&"a".repeat(64) as &str, "64 characters"),
+            ("-a", "starts with '-'"),
+            ("_a", "starts with '_'"),
+            ("Alice", "starts with 'A'"),
+            ("al ice", "contains ' '"),
+            ("a/b", "contains '/'"),
+            ("ns.1", "contains '.'"),
+            ("é", "starts with 'é'"),
+            ("aé", "contains 'é'"),
+        ] {
+            let err = Namespace::parse(bad).unwrap_err();
+            assert!(
+                err.contains(why) && err.contains("1 to 63"),
+                "{bad:?}: {err}"
+            );
+        }
+    }
+}
