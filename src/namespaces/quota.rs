@@ -47,8 +47,8 @@ struct Inner {
 #[derive(Default)]
 struct NsState {
     bucket: Option<Bucket>,
-    /// The stored-bytes total and when it was read from the store.
-    bytes: Option<(u64, Instant)>,
+    /// The stored-bytes total: the last one read from the store, plus the writes since.
+    bytes: Option<u64>,
     /// Whether a write was accepted since the total was last read (an idle namespace is
     /// not scanned again).
     written: bool,
@@ -183,7 +183,7 @@ impl QuotaGate {
     pub fn done(&self, admitted: Admitted) {
         if let Some((ns, n)) = admitted.bytes {
             self.state(&ns, |s| {
-                if let Some((total, _)) = s.bytes.as_mut() {
+                if let Some(total) = s.bytes.as_mut() {
                     *total = total.saturating_add(n);
                 }
                 s.written = true;
@@ -245,12 +245,12 @@ impl QuotaGate {
     /// The namespace's stored bytes: the last total read from the store, plus what was
     /// written since. Read from the store here only the first time.
     async fn stored_bytes(&self, ns: &Namespace) -> Result<u64, StoreError> {
-        if let Some((n, _)) = self.state(ns, |s| s.bytes) {
+        if let Some(n) = self.state(ns, |s| s.bytes) {
             return Ok(n);
         }
         let lock = self.state(ns, |s| s.first_scan.clone());
         let _first = lock.lock().await;
-        if let Some((n, _)) = self.state(ns, |s| s.bytes) {
+        if let Some(n) = self.state(ns, |s| s.bytes) {
             return Ok(n);
         }
         self.scan(ns).await
@@ -261,7 +261,7 @@ impl QuotaGate {
         let usage = self.inner.records.usage(Some(ns)).await?;
         let n = usage.first().map_or(0, |u| u.stored_bytes);
         self.state(ns, |s| {
-            s.bytes = Some((n, Instant::now()));
+            s.bytes = Some(n);
             s.written = false;
         });
         Ok(n)
