@@ -101,12 +101,14 @@ pub struct NamespaceUsage {
     pub stored_bytes: u64,
 }
 
-/// The usage query of both backends: one row per namespace. `{len}` is the byte length of a
+/// The usage query of both backends: one row per namespace. `len` gives the byte length of a
 /// text column (`length(CAST(x AS BLOB))` in SQLite, `octet_length(x)` in PostgreSQL),
-/// `{where}` an optional `WHERE ns = ?`.
-pub(crate) fn usage_sql(len: &dyn Fn(&str) -> String, filter: &str) -> String {
+/// `filter` is an optional `WHERE ns = ?`, and `cast` follows each total (PostgreSQL's SUM
+/// of bigint is numeric: `::int8` brings it back; SQLite needs none).
+pub(crate) fn usage_sql(len: &dyn Fn(&str) -> String, filter: &str, cast: &str) -> String {
     format!(
-        "SELECT ns, SUM(a), SUM(r), SUM(e), SUM(c), SUM(n), SUM(b) FROM ( \
+        "SELECT ns, SUM(a){cast}, SUM(r){cast}, SUM(e){cast}, SUM(c){cast}, SUM(n){cast}, \
+         SUM(b){cast} FROM ( \
          SELECT ns, COUNT(*) AS a, 0 AS r, 0 AS e, 0 AS c, 0 AS n, SUM({}) AS b FROM agents {filter} GROUP BY ns \
          UNION ALL SELECT ns, 0, COUNT(*), 0, 0, 0, SUM({}) FROM runs {filter} GROUP BY ns \
          UNION ALL SELECT ns, 0, 0, COUNT(*), 0, 0, SUM({} + {}) FROM run_events {filter} GROUP BY ns \

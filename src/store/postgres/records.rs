@@ -47,10 +47,7 @@ impl RunRecords for PgStore {
             let ns = ns.clone();
             Box::pin(async move {
                 let filter = if ns.is_some() { "WHERE ns = $1" } else { "" };
-                // SUM of bigint is numeric in PostgreSQL: back to int8 for the client.
-                let sql = usage_sql(&|c| format!("octet_length({c})"), filter)
-                    .replace("SUM(a), SUM(r), SUM(e), SUM(c), SUM(n), SUM(b)",
-                        "SUM(a)::int8, SUM(r)::int8, SUM(e)::int8, SUM(c)::int8, SUM(n)::int8, SUM(b)::int8");
+                let sql = usage_sql(&|c| format!("octet_length({c})"), filter, "::int8");
                 let rows = match &ns {
                     Some(ns) => db.query(&sql, &[(ns, Type::TEXT)]).await?,
                     None => db.query(&sql, &[]).await?,

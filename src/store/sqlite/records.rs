@@ -27,7 +27,7 @@ impl RunRecords for SqliteStore {
         let ns = ns.map(|n| n.as_str().to_string());
         Box::pin(self.read_with(move |conn| {
             let filter = if ns.is_some() { "WHERE ns = ?1" } else { "" };
-            let sql = usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), filter);
+            let sql = usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), filter, "");
             let mut stmt = conn.prepare(&sql)?;
             let row = |r: &rusqlite::Row<'_>| {
                 let n = |i| {
