@@ -43,19 +43,19 @@ struct Inner {
 
 impl Namespaces {
     pub fn new(table: Table) -> Self {
-        let set = |role| TokenSet::new(table.tokens(role));
-        let mut bridge = table.tokens(TokenRole::Store);
-        bridge.extend(table.tokens(TokenRole::Tool));
-        Namespaces {
+        let empty = || TokenSet::new(Vec::new());
+        let namespaces = Namespaces {
             inner: Arc::new(Inner {
-                store: set(TokenRole::Store),
-                tool: set(TokenRole::Tool),
-                api: set(TokenRole::Api),
-                api_read: set(TokenRole::ApiRead),
-                bridge: TokenSet::new(bridge),
-                table: RwLock::new(Arc::new(table)),
+                store: empty(),
+                tool: empty(),
+                api: empty(),
+                api_read: empty(),
+                bridge: empty(),
+                table: RwLock::new(Arc::new(Table::default())),
             }),
-        }
+        };
+        namespaces.apply(table);
+        namespaces
     }
 
     /// Puts `table` in force: from the next request on, only its tokens are accepted.
