@@ -92,17 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .filter(|n| n.name != "default")
                 .count();
             if !config.namespaces.is_empty() {
-                let placeholder =
-                    |s: &str| callbackd::secret::Secret::new(format!("(default {s})"));
-                let default = tokens::Tokens {
-                    store: placeholder("store"),
-                    tool: placeholder("tool"),
-                    api: placeholder("api"),
-                    api_read: None,
-                };
-                let table = callbackd::namespaces::Table::build(&config, &default, &|k| {
-                    std::env::var(k).ok()
-                })?;
+                let table = callbackd::namespaces::Table::without_default_tokens(&config)?;
                 let served: Vec<String> = tools
                     .as_object()
                     .map(|t| t.keys().cloned().collect())
@@ -209,17 +199,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(path) = backend.sqlite_path() {
                 anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
             }
-            // Tokens are not needed to read usage: the table is built with placeholder
-            // default tokens, so this works before the daemon has ever run.
-            let placeholder = |s: &str| callbackd::secret::Secret::new(format!("(unused {s})"));
-            let default = tokens::Tokens {
-                store: placeholder("store"),
-                tool: placeholder("tool"),
-                api: placeholder("api"),
-                api_read: None,
-            };
-            let table =
-                callbackd::namespaces::Table::build(&config, &default, &|k| std::env::var(k).ok())?;
+            // Tokens are not needed to read usage.
+            let table = callbackd::namespaces::Table::without_default_tokens(&config)?;
             let rows = block_on(async {
                 let store = backend
                     .open()

@@ -213,6 +213,21 @@ impl Table {
         Ok(table)
     }
 
+    /// The table of `config` for a command that reads the namespaces without the daemon's
+    /// default tokens (`check-config`, `namespaces`), so that it works before the daemon
+    /// ever ran: the default namespace gets placeholders, which no configured token can
+    /// equal (they hold a space, which a token may not).
+    pub fn without_default_tokens(config: &Config) -> Result<Table, ConfigError> {
+        let placeholder = |role: &str| Secret::new(format!("(default {role})"));
+        let default = Tokens {
+            store: placeholder("store"),
+            tool: placeholder("tool"),
+            api: placeholder("api"),
+            api_read: None,
+        };
+        Table::build(config, &default, &|k| std::env::var(k).ok())
+    }
+
     /// Every token differs from every other, in any namespace and any role: a token names
     /// exactly one namespace and one service.
     fn check_unique(&self, labels: &HashMap<Namespace, String>) -> Result<(), ConfigError> {
