@@ -310,12 +310,7 @@ pub fn client(args: &ClientArgs) -> anyhow::Result<ApiClient> {
         (Some(t), _) => t.clone(),
         (None, Some(ns)) if *ns != crate::store::Namespace::default() => {
             let c = config()?;
-            let (i, entry) = c
-                .namespaces
-                .iter()
-                .enumerate()
-                .find(|(_, e)| e.name == ns.as_str())
-                .with_context(|| format!("namespace {:?} is not configured", ns.as_str()))?;
+            let (i, entry) = crate::namespaces::config::entry(&c, ns)?;
             let env = |k: &str| std::env::var(k).ok();
             entry
                 .token(i, crate::namespaces::TokenRole::Api, &env)?

@@ -95,6 +95,31 @@ impl TokenRole {
     }
 }
 
+/// The `[[namespaces]]` entry named `ns` (with its index, for messages), or an error that
+/// lists the configured ones.
+pub fn entry<'a>(
+    config: &'a crate::config::Config,
+    ns: &Namespace,
+) -> Result<(usize, &'a NamespaceConfig), ConfigError> {
+    config
+        .namespaces
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.name == ns.as_str())
+        .ok_or_else(|| {
+            let names: Vec<&str> = config.namespaces.iter().map(|e| e.name.as_str()).collect();
+            ConfigError::Invalid(format!(
+                "namespace {:?} is not configured; [[namespaces]] has {}",
+                ns.as_str(),
+                if names.is_empty() {
+                    "none (only the default namespace exists)".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        })
+}
+
 impl NamespaceConfig {
     /// `namespaces[NAME]` (or `namespaces[#i]` before the name is known), for messages.
     pub fn label(&self, index: usize) -> String {

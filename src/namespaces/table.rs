@@ -50,23 +50,7 @@ pub fn bridge_tokens(
     if *ns == Namespace::default() {
         return Ok(None);
     }
-    let Some((i, entry)) = config
-        .namespaces
-        .iter()
-        .enumerate()
-        .find(|(_, e)| e.name == ns.as_str())
-    else {
-        let names: Vec<&str> = config.namespaces.iter().map(|e| e.name.as_str()).collect();
-        return Err(ConfigError::Invalid(format!(
-            "namespace {:?} is not configured; [[namespaces]] has {}",
-            ns.as_str(),
-            if names.is_empty() {
-                "none (only the default namespace exists)".to_string()
-            } else {
-                names.join(", ")
-            }
-        )));
-    };
+    let (i, entry) = super::config::entry(config, ns)?;
     let get = |role: TokenRole| {
         entry.token(i, role, env)?.ok_or_else(|| {
             ConfigError::Invalid(format!("{}: {} is missing", entry.label(i), role.key()))
