@@ -205,3 +205,15 @@ pub struct RunPositions {
     /// Events up to this seq were removed by retention; 0 when none were.
     pub expired_through: u64,
 }
+
+impl RunPositions {
+    /// From what a backend reads: the run's largest stored seq and its retention mark
+    /// (`None` when there is none).
+    pub fn from_stored(max_seq: Option<i64>, expired_through: Option<i64>) -> Self {
+        let expired = expired_through.unwrap_or(0).max(0) as u64;
+        RunPositions {
+            last_seq: (max_seq.unwrap_or(0).max(0) as u64).max(expired),
+            expired_through: expired,
+        }
+    }
+}

@@ -253,11 +253,7 @@ impl RunRecords for PgStore {
                     .await?;
                 let (max, expired): (Option<i64>, Option<i64>) =
                     row.map_or((None, None), |r| (r.get(0), r.get(1)));
-                let expired = expired.unwrap_or(0).max(0) as u64;
-                Ok(RunPositions {
-                    last_seq: (max.unwrap_or(0).max(0) as u64).max(expired),
-                    expired_through: expired,
-                })
+                Ok(RunPositions::from_stored(max, expired))
             })
         })
     }

@@ -203,11 +203,7 @@ impl RunRecords for SqliteStore {
                     )?
                     .query_row(params![ns, run_id], |r| r.get(0))
                     .optional()?;
-                let expired = expired.unwrap_or(0).max(0) as u64;
-                Ok(RunPositions {
-                    last_seq: (max.unwrap_or(0).max(0) as u64).max(expired),
-                    expired_through: expired,
-                })
+                Ok(RunPositions::from_stored(max, expired))
             })
         })
     }
