@@ -41,14 +41,9 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    /// The table of `config`, checked as at startup.
-    pub fn table(&self, config: &Config) -> anyhow::Result<Table> {
-        table_of(config, &*self.serves)
-    }
-
     /// Puts `config`'s namespaces and tokens in force, or leaves everything as it was.
     pub fn apply(&self, config: &Config) -> anyhow::Result<()> {
-        let table = self.table(config)?;
+        let table = table_of(config, &*self.serves)?;
         self.bridges
             .configure(&table)
             .map_err(|e| anyhow::anyhow!(e))?;
@@ -130,7 +125,7 @@ impl Reloader {
 ///
 /// `tokens::find`, never `resolve`: a reload must not generate new default tokens (a deleted
 /// tokens file would otherwise lock the running bridge out); it is refused instead.
-pub fn table_of(config: &Config, serves: &dyn Fn(&str) -> bool) -> anyhow::Result<Table> {
+fn table_of(config: &Config, serves: &dyn Fn(&str) -> bool) -> anyhow::Result<Table> {
     let tokens = crate::tokens::find(&config.auth, &config.api, &config.store.path)?;
     let table = Table::build(config, &tokens, &|k| std::env::var(k).ok())?;
     table.check_tools(serves)?;
