@@ -362,8 +362,8 @@ def test_the_client_example_resumes_after_a_killed_connection(setup_env, tmp_pat
 
 
 def test_the_readme_curl_examples(setup_env, tmp_path):
-    """The README's curl block, as written, but for the port (the test's daemon has a free one)."""
-    text = (REPO / "README.md").read_text()
+    """docs/run-api.md's curl block, as written, but for the port (the test's daemon has a free one)."""
+    text = (REPO / "docs" / "run-api.md").read_text()
     block = text.split("<!-- run-api-curl", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     s = ApiStack(setup_env, tmp_path)
     script = block.replace("http://127.0.0.1:7420", s.api.url)

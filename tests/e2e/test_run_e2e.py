@@ -124,7 +124,7 @@ def test_run_does_not_spawn_bridge_when_daemon_cannot_start(setup_env, tmp_path)
 
 
 def test_python_sdk_attaches_to_callbackd_run(setup_env, tmp_path):
-    """The README's "Using callbackd with the Python SDK" snippet, executed as is.
+    """docs/bridge.md's "Using callbackd with the Python SDK" snippet, executed as is.
     Note: the SDK only accepts custom tools that carry a Python `execute` handler, and in
     attach mode it then points the bridge's tool callback at its own server (SetToolCallback),
     so callbackd's tools are declared with a raw CreateAgent, not through this client."""
