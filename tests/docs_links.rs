@@ -201,3 +201,39 @@ fn the_checker_finds_a_missing_file_a_missing_heading_and_ignores_code() {
         ],
     );
 }
+
+/// The README's command table names every subcommand `callbackd --help` lists, so that a new
+/// command cannot be left out of the front page.
+#[test]
+fn the_readme_lists_every_command() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&c| c != "help")
+        .collect();
+    assert!(commands.len() > 10, "no commands parsed from:\n{help}");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let table = readme
+        .split("\n## Commands\n")
+        .nth(1)
+        .expect("README.md has a ## Commands section");
+    let table = table.split("\n## ").next().unwrap();
+    let missing: Vec<&str> = commands
+        .into_iter()
+        .filter(|c| !table.contains(&format!("`{c}`")) && !table.contains(&format!("`{c} ")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's ## Commands leaves out: {missing:?}"
+    );
+}
