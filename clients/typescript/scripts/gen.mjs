@@ -3,9 +3,16 @@
 //   node scripts/gen.mjs --check <daemon URL | openapi.json file>   exits 1 when it differs
 // A daemon URL is its base (http://127.0.0.1:7420) or the document's own URL; the document
 // needs no token. `npm run gen -- http://127.0.0.1:7420` is the usual form.
+// openapi-typescript comes from `npm ci` here, or from $CALLBACKD_TS_NODE_MODULES (where
+// callbackd's tests/e2e/setup.sh installs it, under target/).
 import { readFile, writeFile } from "node:fs/promises";
-import { fileURLToPath } from "node:url";
-import openapiTS, { astToString } from "openapi-typescript";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const modules = process.env.CALLBACKD_TS_NODE_MODULES;
+const { default: openapiTS, astToString } = await import(
+  modules ? pathToFileURL(join(modules, "openapi-typescript", "dist", "index.mjs")).href : "openapi-typescript"
+);
 
 const OUT = fileURLToPath(new URL("../src/openapi.d.ts", import.meta.url));
 const HEADER = `/**
