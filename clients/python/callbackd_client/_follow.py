@@ -68,10 +68,12 @@ class Position:
         self.progressed = False
         self.reconnect_ms: Optional[int] = None
         self.ended = False
+        self.parser: Optional[SseParser] = None
 
     def connected(self) -> SseParser:
         self.progressed, self.reconnect_ms = False, None
-        return SseParser(retry_ms=None)
+        self.parser = SseParser(retry_ms=None)
+        return self.parser
 
     def accept(self, block: SseBlock, parser: SseParser) -> Optional[StreamEvent]:
         """The event to yield for `block`, or None (a replay overlap, not JSON)."""
@@ -103,6 +105,8 @@ class Position:
 
     def stream_closed(self) -> float:
         """The connection ended (cleanly, cut, or after a stream_gap): seconds to wait."""
+        if self.parser is not None and self.parser.retry_ms is not None:
+            self.retry_ms = self.parser.retry_ms   # a `retry:` with no event after it
         self.failures = 0 if self.progressed or self.reconnect_ms is not None else self.failures + 1
         if self.reconnect_ms is not None:
             return self.reconnect_ms / 1000

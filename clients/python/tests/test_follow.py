@@ -180,3 +180,13 @@ def test_async_client_follows_the_same_rules(script: Callable[[list[Handler]], S
     assert seqs(asyncio.run(go())) == [1, 2, 3]
     assert [u.split("=")[-1] for u in s.urls()[:3]] == ["0", "1", "1"]
     assert len(s.requests) == 4
+
+
+def test_a_retry_field_alone_before_a_cut_sets_the_delay(script: Callable[[list[Handler]], Script]) -> None:
+    s = script([
+        stream("retry: 10\n\n", cut=durable(1, "run_started")),
+        stream(durable(1, "run_started"), terminal(2)),
+    ])
+    with Client(s.url, "tok") as api:
+        assert seqs(list(api.follow_run(RUN))) == [1, 2]
+    assert s.requests[1][3] - s.requests[0][3] < 0.9   # not the 1 s default
