@@ -8,6 +8,7 @@ exactly once however often the connection breaks.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, cast
 
@@ -57,10 +58,13 @@ class SseParser:
 
 
 class Position:
-    """The resume state of one follow: its position, its run, how long to wait next."""
+    """The resume state of one follow: its position, its run, how long to wait next. `send`
+    (session id, text) makes the first request the POST of a new turn."""
 
-    def __init__(self, run_id: Optional[str], after: int):
+    def __init__(self, run_id: Optional[str], after: int, send: Optional[tuple[str, str]] = None):
         self.run_id = run_id
+        self.send = send
+        self.sent_at: Optional[float] = None
         self.last = after
         self.retry_ms = DEFAULT_RETRY_MS
         self.failures = 0
@@ -120,8 +124,32 @@ class Position:
         ms = self.retry_ms if self.failures == 0 else self.retry_ms * 2 ** (self.failures - 1)
         return min(ms, MAX_BACKOFF_MS) / 1000
 
-    def stream_url(self) -> str:
-        return f"/v1/runs/{quote(self.run_id or '')}/stream?after={self.last}"
+    def lost_post(self) -> bool:
+        """The POST's stream broke before `run_started` named the run: it must be found."""
+        return self.send is not None and self.run_id is None and self.sent_at is not None
+
+    def found(self, run_id: Optional[str]) -> float:
+        """What looking for the lost POST's run gave: seconds to wait before the next step."""
+        self.run_id = run_id
+        if run_id is not None:
+            return 0.0
+        if time.time() - (self.sent_at or 0) > FIND_RUN_S:
+            raise CallbackdError(0, "the connection broke while the message was sent, and no run of it appeared")
+        return self.failed()
+
+    def request(self, http: httpx.Client | httpx.AsyncClient, base: str, headers: dict[str, str]) -> httpx.Request:
+        """The next stream request: the turn's POST (once), else the run's GET ?after=."""
+        headers = {**headers, "Accept": "text/event-stream"}
+        if self.send is not None and self.run_id is None:
+            self.sent_at = time.time()
+            return http.build_request("POST", f"{base}/v1/sessions/{quote(self.send[0])}/messages",
+                                      json={"text": self.send[1]}, headers=headers)
+        return http.build_request("GET", f"{base}/v1/runs/{quote(self.run_id or '')}/stream?after={self.last}",
+                                  headers=headers)
+
+    def after_stream(self) -> float:
+        """Seconds to wait after a stream closed without the run's end."""
+        return 0.0 if self.send is not None and self.run_id is None else self.stream_closed()
 
 
 def quote(part: str) -> str:

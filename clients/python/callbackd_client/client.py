@@ -9,7 +9,6 @@ from typing import Any, Optional, cast
 import httpx
 
 from . import _follow as f
-from .errors import CallbackdError
 from .schema import (
     ApprovalList,
     ApprovalView,
@@ -96,44 +95,30 @@ class Client:
     def follow_run(self, run_id: str, after: Optional[int] = None) -> Iterator[StreamEvent]:
         """The run's events after `after` (all when None) until the terminal one; resumes by
         itself after any drop, `reconnect` or `stream_gap`. Raises `ReplayExpired` on 410."""
-        return self._follow(f.Position(run_id, after or 0), None)
+        return self._follow(f.Position(run_id, after or 0))
 
     def send_message(self, session_id: str, text: str) -> Iterator[StreamEvent]:
         """Starts a turn (the message is sent once) and yields its run's events, from
         `run_started` to the terminal `completed` or `error`."""
-        return self._follow(f.Position(None, 0), (session_id, text))
+        return self._follow(f.Position(None, 0, (session_id, text)))
 
-    def _follow(self, pos: f.Position, send: Optional[tuple[str, str]]) -> Iterator[StreamEvent]:
-        sent_at: Optional[float] = None
+    def _follow(self, pos: f.Position) -> Iterator[StreamEvent]:
         delay = 0.0
         while True:
             if delay > 0:
                 time.sleep(delay)
-            if send and pos.run_id is None and sent_at is not None:
-                # The POST's stream broke before `run_started` named the run: find it.
+            if pos.lost_post():
                 try:
-                    pos.run_id = self._find_sent_run(send[0], sent_at)
+                    run_id = self._find_sent_run(pos.send[0] if pos.send else "", pos.sent_at or 0)
                 except httpx.TransportError:
-                    pos.run_id = None
-                if pos.run_id is None:
-                    if time.time() - sent_at > f.FIND_RUN_S:
-                        raise CallbackdError(0, "the connection broke while the message was sent, and no run of it appeared")
-                    delay = pos.failed()
-                else:
-                    delay = 0.0
+                    run_id = None
+                delay = pos.found(run_id)
                 continue
-            if send and pos.run_id is None:
-                sent_at = time.time()
-                req = self._http.build_request("POST", f"{self.base_url}/v1/sessions/{f.quote(send[0])}/messages",
-                                               json={"text": send[1]}, headers={**self._headers, "Accept": "text/event-stream"})
-            else:
-                req = self._http.build_request("GET", self.base_url + pos.stream_url(),
-                                               headers={**self._headers, "Accept": "text/event-stream"})
-            posting = req.method == "POST"
+            req = pos.request(self._http, self.base_url, self._headers)
             try:
                 r = self._http.send(req, stream=True)
             except httpx.TransportError as e:
-                if posting and f.refused(e):
+                if req.method == "POST" and f.refused(e):
                     raise
                 delay = pos.failed()
                 continue
@@ -142,7 +127,7 @@ class Client:
                     return
                 if r.status_code >= 400:
                     err = f.error_of(r.status_code, r.read())
-                    if f.retryable(r.status_code) and not posting:
+                    if f.retryable(r.status_code) and req.method != "POST":
                         delay = pos.failed()
                         continue
                     raise err
@@ -150,9 +135,7 @@ class Client:
                 try:
                     for line in r.iter_lines():
                         block = parser.line(line)
-                        if block is None:
-                            continue
-                        ev = pos.accept(block, parser)
+                        ev = pos.accept(block, parser) if block is not None else None
                         if ev is None:
                             continue
                         yield ev
@@ -162,7 +145,7 @@ class Client:
                             break
                 except httpx.TransportError:
                     pass
-                delay = 0.0 if send and pos.run_id is None else pos.stream_closed()
+                delay = pos.after_stream()
             finally:
                 r.close()
 
@@ -235,42 +218,29 @@ class AsyncClient:
 
     def follow_run(self, run_id: str, after: Optional[int] = None) -> AsyncIterator[StreamEvent]:
         """As `Client.follow_run`, for `async for`."""
-        return self._follow(f.Position(run_id, after or 0), None)
+        return self._follow(f.Position(run_id, after or 0))
 
     def send_message(self, session_id: str, text: str) -> AsyncIterator[StreamEvent]:
         """As `Client.send_message`, for `async for`."""
-        return self._follow(f.Position(None, 0), (session_id, text))
+        return self._follow(f.Position(None, 0, (session_id, text)))
 
-    async def _follow(self, pos: f.Position, send: Optional[tuple[str, str]]) -> AsyncIterator[StreamEvent]:
-        sent_at: Optional[float] = None
+    async def _follow(self, pos: f.Position) -> AsyncIterator[StreamEvent]:
         delay = 0.0
         while True:
             if delay > 0:
                 await asyncio.sleep(delay)
-            if send and pos.run_id is None and sent_at is not None:
+            if pos.lost_post():
                 try:
-                    pos.run_id = await self._find_sent_run(send[0], sent_at)
+                    run_id = await self._find_sent_run(pos.send[0] if pos.send else "", pos.sent_at or 0)
                 except httpx.TransportError:
-                    pos.run_id = None
-                if pos.run_id is None:
-                    if time.time() - sent_at > f.FIND_RUN_S:
-                        raise CallbackdError(0, "the connection broke while the message was sent, and no run of it appeared")
-                    delay = pos.failed()
-                else:
-                    delay = 0.0
+                    run_id = None
+                delay = pos.found(run_id)
                 continue
-            if send and pos.run_id is None:
-                sent_at = time.time()
-                req = self._http.build_request("POST", f"{self.base_url}/v1/sessions/{f.quote(send[0])}/messages",
-                                               json={"text": send[1]}, headers={**self._headers, "Accept": "text/event-stream"})
-            else:
-                req = self._http.build_request("GET", self.base_url + pos.stream_url(),
-                                               headers={**self._headers, "Accept": "text/event-stream"})
-            posting = req.method == "POST"
+            req = pos.request(self._http, self.base_url, self._headers)
             try:
                 r = await self._http.send(req, stream=True)
             except httpx.TransportError as e:
-                if posting and f.refused(e):
+                if req.method == "POST" and f.refused(e):
                     raise
                 delay = pos.failed()
                 continue
@@ -279,7 +249,7 @@ class AsyncClient:
                     return
                 if r.status_code >= 400:
                     err = f.error_of(r.status_code, await r.aread())
-                    if f.retryable(r.status_code) and not posting:
+                    if f.retryable(r.status_code) and req.method != "POST":
                         delay = pos.failed()
                         continue
                     raise err
@@ -287,9 +257,7 @@ class AsyncClient:
                 try:
                     async for line in r.aiter_lines():
                         block = parser.line(line)
-                        if block is None:
-                            continue
-                        ev = pos.accept(block, parser)
+                        ev = pos.accept(block, parser) if block is not None else None
                         if ev is None:
                             continue
                         yield ev
@@ -299,7 +267,7 @@ class AsyncClient:
                             break
                 except httpx.TransportError:
                     pass
-                delay = 0.0 if send and pos.run_id is None else pos.stream_closed()
+                delay = pos.after_stream()
             finally:
                 await r.aclose()
 
