@@ -1,5 +1,5 @@
-"""Issue 20: the typed clients (clients/typescript, clients/python) follow live runs of the real
-bridge through a proxy that cuts their connections mid-event, and deliver every durable seq
+"""Issue 20: the typed clients (clients/typescript, in Node and in Chromium, and clients/python)
+follow live runs of the real bridge through a proxy that cuts their connections mid-event, and deliver every durable seq
 exactly once, byte-equal to a replay, then stop at the run's end. Also: ReplayExpired on 410, and
 each client's generated types equal to what the live daemon's OpenAPI document generates.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 import callbackd_client
 import harness as h
 from faultproxy import FaultProxy
+from test_console_e2e import Browser, browser_env  # noqa: F401 (a fixture)
 from test_run_api_e2e import ApiStack, durable, read_all
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -72,7 +73,20 @@ def ts_client(setup_env, *args: str, timeout: float = 120) -> tuple[int, list[di
     return out.returncode, [json.loads(line) for line in out.stdout.splitlines()]
 
 
-def test_both_clients_follow_live_runs_through_cut_connections(setup_env, tmp_path):
+# Runs in the page: loads the TypeScript client from its sources (blob URLs stand in for the
+# files; the page is the daemon's own origin, through the fault proxy) and sends a message.
+IN_BROWSER = """async () => {
+  const js = (text) => URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
+  const sse = js(%(sse)s);
+  const { Client } = await import(js(%(index)s.replace('"./sse.js"', JSON.stringify(sse))));
+  const client = new Client({ baseUrl: location.origin, token: %(token)s });
+  const out = [];
+  for await (const ev of client.sendMessage(%(sid)s, "call slow from the browser")) out.push(ev);
+  return out;
+}"""
+
+
+def test_both_clients_follow_live_runs_through_cut_connections(setup_env, browser_env, tmp_path):
     s = stack(setup_env, tmp_path)
     port = int(s.api.url.rsplit(":", 1)[1].split("/", 1)[0])
     sid = s.session()
@@ -93,6 +107,21 @@ def test_both_clients_follow_live_runs_through_cut_connections(setup_env, tmp_pa
         run2 = assert_exactly_once(events2, s)
         assert run2 != run1 and len(proxy.cut_log) >= 3, proxy.cut_log
         assert api.get_run(run2)["status"] == "finished"
+    proxy.close()
+
+    # TypeScript in Chromium: fetch's body streams, cut the same way.
+    proxy = FaultProxy(port, cuts=6, seed=23)
+    b = Browser(browser_env, tmp_path)
+    try:
+        b("goto", url=proxy.url + "/healthz")
+        js = IN_BROWSER % {"sse": json.dumps((TS / "src" / "sse.js").read_text()),
+                           "index": json.dumps((TS / "src" / "index.js").read_text()),
+                           "token": json.dumps(s.api.token), "sid": json.dumps(sid)}
+        events3 = b("eval", js=js)
+        run3 = assert_exactly_once(events3, s)
+        assert run3 not in (run1, run2) and len(proxy.cut_log) >= 3, proxy.cut_log
+    finally:
+        b.close()
     proxy.close()
 
     # Replays of finished runs with cuts: the async Python client and the TypeScript followRun.
@@ -118,7 +147,7 @@ def test_both_clients_follow_live_runs_through_cut_connections(setup_env, tmp_pa
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:   # prune goes by run documents, marked finished a bit later
         with h.DB(s.db) as db:
-            if [d["status"] for d in db.run_docs(sid)] == ["finished", "finished"]:
+            if [d["status"] for d in db.run_docs(sid)] == ["finished"] * 3:
                 break
         time.sleep(0.05)
     out = subprocess.run([str(h.callbackd_bin()), "prune", "--db", str(s.db), "--older-than", "0s"],
