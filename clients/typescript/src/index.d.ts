@@ -37,6 +37,8 @@ export interface ClientOptions {
   token?: string;
   /** A fetch implementation; default the global one. */
   fetch?: typeof fetch;
+  /** A stream silent this long (no event, no keepalive) is dropped and resumed; default 60000. */
+  idleTimeoutMs?: number;
 }
 
 export interface RequestOptions {

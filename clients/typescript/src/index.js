@@ -13,6 +13,8 @@ const TERMINAL = new Set(["completed", "error"]);
 const DEFAULT_RETRY_MS = 1000;
 /** The longest wait between attempts that make no progress. */
 const MAX_BACKOFF_MS = 30000;
+/** Silence (not even a keepalive, sent every 15 s) that means a dead connection. */
+const IDLE_MS = 60000;
 /** A message whose POST broke before it named its run: how long to look for the run. */
 const FIND_RUN_MS = 60000;
 
@@ -98,7 +100,7 @@ export class Client {
    * @param {{baseUrl: string, token: string, fetch?: typeof fetch}} opts baseUrl is the
    * daemon's URL (`http://127.0.0.1:7420`, with or without `/v1`).
    */
-  constructor({ baseUrl, token, fetch: f } = {}) {
+  constructor({ baseUrl, token, fetch: f, idleTimeoutMs } = {}) {
     if (!baseUrl) throw new TypeError("new Client({ baseUrl, token }): baseUrl is required");
     this.baseUrl = String(baseUrl).replace(/\/+$/, "").replace(/\/v1$/, "");
     this.token = token;
@@ -106,6 +108,7 @@ export class Client {
     if (typeof impl !== "function") throw new TypeError("no fetch: pass one as new Client({ fetch })");
     // Called unbound, a browser's fetch throws "Illegal invocation".
     this.fetch = f ? f : (...a) => impl.apply(globalThis, a);
+    this.idleTimeoutMs = idleTimeoutMs ?? IDLE_MS;
   }
 
   headers(extra) {
@@ -229,8 +232,16 @@ export class Client {
         let progressed = false;
         let reconnectMs = null;
         let gap = false;
+        // A connection that stays silent is dead even if no socket said so: drop it.
+        let idle = null;
+        const touch = () => {
+          clearTimeout(idle);
+          idle = setTimeout(() => controller.abort(), this.idleTimeoutMs);
+        };
+        touch();
         try {
           for await (const item of readSse(resp.body)) {
+            touch();
             if (item.retry !== null && item.retry !== undefined) retryMs = item.retry;
             if (item.kind !== "event") continue;
             let ev;
@@ -258,6 +269,8 @@ export class Client {
         } catch (e) {
           if (signal?.aborted) throw abortError(signal);
           if (!isNetworkError(e)) throw e;
+        } finally {
+          clearTimeout(idle);
         }
         failures = progressed || reconnectMs !== null ? 0 : failures + 1;
         if (reconnectMs !== null) delay = reconnectMs;

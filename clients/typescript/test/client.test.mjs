@@ -303,3 +303,20 @@ test("the plain calls send the token, their body, and answer the JSON; errors ar
     await s.close();
   }
 });
+
+test("a connection that goes silent is dropped after idleTimeoutMs and resumed", async () => {
+  const s = await serve([
+    (req, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      res.write(`retry: 10\n\n` + durable(1, "run_started"));  // then nothing, and the socket stays open
+    },
+    stream(TERMINAL(2)),
+  ]);
+  try {
+    const c = new Client({ baseUrl: s.url, token: "tok", idleTimeoutMs: 300 });
+    assert.deepEqual(seqs(await collect(c.followRun(RUN))), [1, 2]);
+    assert.equal(s.requests[1].url, `/v1/runs/${RUN}/stream?after=1`);
+  } finally {
+    await s.close();
+  }
+});
