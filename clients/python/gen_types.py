@@ -111,7 +111,8 @@ class Gen:
                 if "$ref" in variant:
                     members.append(self.ref(variant))
                     continue
-                tag = variant["properties"][prop]["const"]
+                tag_schema = variant["properties"][prop]
+                tag = tag_schema["const"] if "const" in tag_schema else tag_schema["enum"][0]
                 members.append(self.typed_dict(camel(tag) + "Event", variant))
             self.aliases.append(f"{name} = Union[\n" + "".join(f"    {m},\n" for m in members) + "]")
         elif isinstance(s, dict) and s.get("properties"):
