@@ -77,7 +77,7 @@ async fn unknown_files_and_methods_are_clear_errors() {
         r.text()
     );
     // A dot-segment never climbs out of the console into the run API, even with a token
-    // that would read the sessions there: the console's own "no such file" 404.
+    // that would read the sessions there: 404, not the sessions list (nor a redirect).
     let auth = format!("Bearer {}", app.api_token);
     let r = get(&app, "/ui/../v1/sessions", &[("authorization", &auth)]).await;
     assert_eq!(r.status, 404, "{}", r.text());
