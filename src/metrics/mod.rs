@@ -188,7 +188,7 @@ impl Metrics {
         let retention_removed = Counter::default();
         registry.register(
             "retention_removed",
-            "Runs removed by retention, with their events",
+            "Run events removed by retention",
             retention_removed.clone(),
         );
         if let Some(sizes) = sizes {
