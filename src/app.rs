@@ -375,7 +375,7 @@ impl AppBuilder {
 /// The daemon's [`Metrics`]: fed by `store`'s append notices and file sizes, behind the
 /// metrics token if one is configured.
 fn metrics_for(config: &Config, tokens: &Tokens, store: &dyn Store) -> anyhow::Result<Metrics> {
-    let token = config.metrics.resolve(tokens)?;
+    let token = crate::metrics::token::resolve(&config.metrics, tokens)?;
     if token.is_none() && config.server.allow_remote {
         tracing::warn!(
             "server.allow_remote is set and metrics.token is not: /metrics is open to any \

@@ -150,7 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prune { config, older_than } => {
             let config = load(&config)?;
             let age = match older_than.as_deref() {
-                Some(s) => callbackd::api::config::parse_duration(s)
+                Some(s) => callbackd::config::parse_duration(s)
                     .map_err(|e| anyhow::anyhow!("--older-than {s:?}: {e}"))?,
                 None => config.retention.max_age()?.context(
                     "nothing to prune by: give --older-than DURATION or set \

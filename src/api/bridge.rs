@@ -8,8 +8,8 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::{json, Value};
 
-use super::config::BridgeConfig;
 use super::problem::{Problem, ProblemCode};
+use crate::config::BridgeConfig;
 use crate::connect::client::{ClientError, ConnectClient, MessageStream};
 use crate::store::Namespace;
 
@@ -41,26 +41,25 @@ impl BridgeClient {
         })
     }
 
-    /// From a configured bridge (`[bridge]`, `[namespaces.bridge]`), whose `url` is set.
-    pub fn from_config(cfg: &BridgeConfig) -> Result<Self, String> {
-        let url = cfg.url.as_deref().ok_or("url is not set")?;
-        let token = match (&cfg.token, &cfg.token_file) {
-            (Some(t), _) => Some(t.expose().to_string()),
-            (None, Some(path)) => Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| format!("token_file {}: {e}", path.display()))?
-                    .trim()
-                    .to_string(),
-            ),
-            (None, None) => None,
-        };
+    /// From a configured bridge whose `url` is set; `section` names it in messages
+    /// (`namespaces[NAME].bridge`).
+    pub fn from_config(cfg: &BridgeConfig, section: &str) -> Result<Self, String> {
+        let url = cfg
+            .url
+            .as_deref()
+            .ok_or_else(|| format!("{section}.url is not set"))?;
+        let token = cfg
+            .token_source(&format!("{section}.token"))
+            .resolve(&|k| std::env::var(k).ok())
+            .map_err(|e| e.to_string())?;
         BridgeClient::new(
             url,
-            token,
+            token.map(|t| t.expose().to_string()),
             cfg.default_cwd.clone(),
             cfg.model(),
             cfg.api_key(),
         )
+        .map_err(|e| format!("{section}: {e}"))
     }
 
     /// From the bridge's ready JSON (`url`, `authTokenFile`, `workspaceRef`).
@@ -232,8 +231,8 @@ impl Bridges {
             if configured.get(ns) == Some(cfg) {
                 continue;
             }
-            let client = BridgeClient::from_config(cfg)
-                .map_err(|e| format!("namespaces[{}].bridge: {e}", ns.as_str()))?;
+            let client =
+                BridgeClient::from_config(cfg, &format!("namespaces[{}].bridge", ns.as_str()))?;
             clients.push((ns.clone(), cfg.clone(), client));
         }
         let gone: Vec<Namespace> = configured

@@ -13,7 +13,6 @@
 mod approvals;
 pub mod bridge;
 mod caller;
-pub mod config;
 mod events;
 mod feed;
 mod hub;
@@ -45,10 +44,10 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::ApiConfig;
 use crate::rpc::tools::ToolService;
 use crate::store::{RunRecords, Store};
 use bridge::{BridgeSlot, Bridges};
-use config::ApiConfig;
 use hub::FollowHub;
 use live_tokens::LiveTokens;
 

@@ -1,12 +1,10 @@
-//! Human approval of tool calls (issue 15): a call whose [`policy`] holds it waits, recorded
+//! Human approval of tool calls (issue 15): a call whose policy (`tools::approval`) holds it waits, recorded
 //! as a pending approval, until a person decides over the run API
 //! (`POST /v1/approvals/{id}`), its time runs out (denied), or the bridge hangs up
 //! (cancelled). Every stream of the call's run shows the pending approval
 //! (`approval_required`, on every (re)connect while it is pending) and its decision
 //! (`approval_resolved`). Neither is a numbered event: the run's numbered events are the
 //! bridge's own log, and an approval is callbackd's state beside it.
-
-pub mod policy;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

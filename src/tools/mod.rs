@@ -14,6 +14,7 @@
 //! `{"content":[{"type":"text","text":…}],"isError":true}` it can read and act on
 //! (contract §4.3). Only a request the daemon cannot route is a Connect error.
 
+pub mod approval;
 pub mod builtin;
 pub mod command;
 pub mod invoke;
