@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::api::time::{now_ms, rfc3339_ms};
+use crate::clock::{now_ms, rfc3339_ms};
 use crate::store::approvals::{ApprovalRecord, ApprovalRecords};
 use crate::store::{Namespace, StoreError};
 

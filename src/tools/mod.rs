@@ -20,6 +20,7 @@ pub mod command;
 pub mod invoke;
 pub mod registry;
 pub mod schema;
+pub mod service;
 
 use std::future::Future;
 use std::pin::Pin;
