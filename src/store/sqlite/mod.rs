@@ -42,19 +42,7 @@ use super::{
 };
 use writer::{Job, Writer};
 
-/// How hard a commit tries to reach the disk (`store.sync` in the config).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SyncMode {
-    /// `synchronous=NORMAL`: an acknowledged write survives the daemon being killed
-    /// (`kill -9`, a crash); an OS crash or power cut may lose the last commits, never
-    /// corrupts the database.
-    #[default]
-    Normal,
-    /// `synchronous=FULL`: every commit is fsynced before it is acknowledged; it also
-    /// survives an OS crash or power cut. Slower on disks with slow fsync.
-    Full,
-}
+pub use crate::config::SyncMode;
 
 /// How to open a [`SqliteStore`].
 #[derive(Debug, Clone)]

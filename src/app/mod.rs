@@ -10,22 +10,25 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::api::bridge::Bridges;
 use crate::api::{ApiState, ApiTokens};
 use crate::auth::TokenSet;
-use crate::bridge::BridgeArgs;
+use crate::bridge::{BridgeArgs, Bridges};
 use crate::config::Config;
 use crate::connect::UnaryLimits;
 use crate::metrics::{Metrics, StoreSizes};
 use crate::namespaces::quota::QuotaGate;
-use crate::namespaces::reload::{ReloadSource, Reloader};
 use crate::namespaces::{Namespaces, Table, TokenRole};
-use crate::rpc::{self, RpcState};
+use crate::rpc::RpcState;
+use reload::{ReloadSource, Reloader};
+
+pub mod reload;
+mod router;
 use crate::server::{self, ServerLimits};
 use crate::store::Namespace;
 use crate::store::{RunRecords, Store};
 use crate::tokens::{self, Tokens};
 use crate::tools::builtin::builtins;
+use crate::tools::service::ToolService;
 use crate::tools::{Tool, ToolRegistry};
 
 /// A built daemon, listening but not yet serving.
@@ -34,7 +37,7 @@ pub struct App {
     addr: SocketAddr,
     router: axum::Router,
     store: Arc<dyn Store>,
-    tools: rpc::tools::ToolService,
+    tools: ToolService,
     tokens: Tokens,
     limits: ServerLimits,
     api: ApiState,
@@ -162,7 +165,7 @@ impl App {
 
     /// Serves until `shutdown` resolves, then drains in-flight calls and returns. Custom
     /// tool calls, the run API's follow hub and retention run on the runtime this is called
-    /// on (see `rpc::tools::ToolService`); connections on the connection threads.
+    /// on (see `tools::service::ToolService`); connections on the connection threads.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         self.tools.run_on(tokio::runtime::Handle::current());
         self.api.start();
@@ -297,7 +300,7 @@ impl AppBuilder {
         let namespaces = Namespaces::new(table);
         let s = &config.server;
         let metrics = metrics_for(&config, &tokens, store.as_ref())?;
-        let tools = rpc::tools::ToolService::new(registry);
+        let tools = ToolService::new(registry);
         let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
         let state = RpcState {
             store: store.clone(),
@@ -335,7 +338,7 @@ impl AppBuilder {
             )),
             None => None,
         };
-        let router = rpc::router(
+        let router = router::router(
             state,
             namespaces.store_tokens().clone(),
             namespaces.tool_tokens().clone(),
@@ -375,7 +378,7 @@ impl AppBuilder {
 /// The daemon's [`Metrics`]: fed by `store`'s append notices and file sizes, behind the
 /// metrics token if one is configured.
 fn metrics_for(config: &Config, tokens: &Tokens, store: &dyn Store) -> anyhow::Result<Metrics> {
-    let token = config.metrics.resolve(tokens)?;
+    let token = crate::metrics::token::resolve(&config.metrics, tokens)?;
     if token.is_none() && config.server.allow_remote {
         tracing::warn!(
             "server.allow_remote is set and metrics.token is not: /metrics is open to any \

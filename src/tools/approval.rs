@@ -17,29 +17,13 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 
+pub use crate::config::ApprovalSetting;
 use crate::tools::schema::pattern::Pattern;
 
 /// Default time a held call waits for a decision.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// The `approval` key as written in the config.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-pub enum ApprovalSetting {
-    /// `"never"` or `"always"`.
-    Mode(String),
-    /// A rule on one argument.
-    Rule {
-        pointer: String,
-        #[serde(default)]
-        values: Option<Vec<Value>>,
-        #[serde(default)]
-        pattern: Option<String>,
-    },
-}
 
 /// A compiled policy.
 #[derive(Debug, Clone, Default)]

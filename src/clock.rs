@@ -1,5 +1,6 @@
-//! RFC 3339 UTC timestamps from epoch milliseconds (the store's unit), without a date crate:
-//! the days-to-civil conversion is the classic proleptic Gregorian one.
+//! The one clock: now in epoch milliseconds (the store's unit), and RFC 3339 UTC timestamps
+//! from it, without a date crate: the days-to-civil conversion is the classic proleptic
+//! Gregorian one.
 
 /// `2026-12-01T08:43:57.123Z` for epoch ms `ms`.
 pub fn rfc3339_ms(ms: i64) -> String {
@@ -30,8 +31,12 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// Now, in epoch ms: the store's clock (`createdAt` of events).
-pub use crate::store::event_doc::now_ms;
+/// Now, in epoch ms: the store's clock (an event's `createdAt`).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
 
 #[cfg(test)]
 mod tests {

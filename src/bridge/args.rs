@@ -1,4 +1,5 @@
-//! The flags that point the Cursor SDK bridge at this daemon (`callbackd bridge-args`).
+//! The flags that point the Cursor SDK bridge at this daemon (`callbackd bridge-args`,
+//! `callbackd run`).
 //!
 //! Argv is the safe way to hand them over: the bridge's model-driven shell tools inherit its
 //! environment, so tokens in the environment are readable by any command an agent runs;

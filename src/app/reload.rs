@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::{Namespaces, Table};
-use crate::api::bridge::Bridges;
+use crate::bridge::Bridges;
 use crate::config::Config;
+use crate::namespaces::{Namespaces, Table};
 
 /// How often the watched files are checked.
 pub const POLL: Duration = Duration::from_secs(2);
