@@ -24,6 +24,7 @@ pub mod memory;
 mod page;
 pub mod run_events;
 pub mod runs;
+pub mod transfer;
 
 pub use conditions::Conditions;
 pub(crate) use dialect::sql;
