@@ -913,7 +913,7 @@ fn sighup_and_a_changed_token_file_reload_the_namespaces_without_a_restart() {
     );
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
     let sent = std::time::Instant::now();
-    let within = callbackd::namespaces::reload::POLL * 3 / 4;
+    let within = callbackd::app::reload::POLL * 3 / 4;
     while status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST) != 200 {
         assert!(
             sent.elapsed() < within,
