@@ -1,9 +1,9 @@
 //! Everything about the Cursor SDK bridge, in one place: the flags that point it at this
-//! daemon ([`args`]), the client the run API drives it with ([`client`]), and the slot per
-//! namespace it is attached through ([`slot`]). Starting and watching the bridge as a
+//! daemon (`args`), the client the run API drives it with (`client`), and the slot per
+//! namespace it is attached through (`slot`). Starting and watching the bridge as a
 //! child is `supervisor`'s (`callbackd run`), which sits above the daemon it starts.
 
-pub mod args;
+mod args;
 mod client;
 mod slot;
 

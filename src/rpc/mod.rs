@@ -4,7 +4,7 @@
 mod call_log;
 pub mod codec;
 pub mod store;
-pub mod tools;
+pub(crate) mod tools;
 mod unknown_field;
 
 use std::sync::Arc;
