@@ -100,6 +100,13 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// Print the shell completion script: `callbackd completions bash > /etc/bash_completion.d/callbackd`.
+    Completions {
+        #[arg(value_enum)]
+        shell: crate::manual::Shell,
+    },
+    /// Print the man page (roff): `callbackd man > callbackd.1`.
+    Man,
 }
 
 /// `callbackd run [OPTIONS] -- <bridge command> [ARGS...]`

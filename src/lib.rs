@@ -22,6 +22,7 @@
 //! - [`transfer`]: `callbackd backup`, `export` and `import` (the bridge's JSONL layout).
 //! - [`client`]: `callbackd follow|sessions|runs`, a terminal client of the run API.
 //! - [`ui`]: the web console at `/ui/`, static files compiled into the binary.
+//! - [`manual`]: shell completions and the man page, from the clap definition.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
 pub mod api;
@@ -31,11 +32,13 @@ pub mod auth;
 pub mod bridge;
 pub mod cli;
 pub mod client;
+pub mod closed_stdout;
 pub mod config;
 pub mod connect;
 pub mod data_dir;
 pub mod error_chain;
 pub mod health;
+pub mod manual;
 pub mod metrics;
 pub mod namespaces;
 pub mod rpc;

@@ -10,8 +10,12 @@ use callbackd::{telemetry, tokens, App};
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    callbackd::closed_stdout::install_panic_hook();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if callbackd::closed_stdout::is_closed_stdout(&e) => {
+            std::process::ExitCode::from(callbackd::closed_stdout::EXIT_STATUS)
+        }
         Err(e) => {
             // `callbackd run`: the bridge's own stderr already said why it stopped.
             if let Some(exit) = e.downcast_ref::<callbackd::supervisor::BridgeExit>() {
@@ -274,6 +278,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Approvals(args) => callbackd::client::commands::approvals_command(&args),
         Command::Approve(args) => callbackd::client::commands::decide_command(&args, true),
         Command::Deny(args) => callbackd::client::commands::decide_command(&args, false),
+        Command::Completions { shell } => Ok(callbackd::manual::completions(
+            shell,
+            &mut std::io::stdout().lock(),
+        )?),
+        Command::Man => Ok(callbackd::manual::man_page(&mut std::io::stdout().lock())?),
         Command::Tools {
             command: ToolsCommand::Export(args),
         } => {
