@@ -42,7 +42,9 @@ fn is_print_to_closed_stdout(message: &str) -> bool {
 /// Whether a command failed only because stdout's reader went away: the error itself (not a
 /// cause deeper in its chain, which could be a socket) is `EPIPE`.
 pub fn is_closed_stdout(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<io::Error>()
+    e.chain()
+        .next()
+        .and_then(|top| top.downcast_ref::<io::Error>())
         .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
 }
 

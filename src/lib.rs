@@ -42,6 +42,7 @@ pub mod manual;
 pub mod metrics;
 pub mod namespaces;
 pub mod rpc;
+pub mod runtime_file;
 pub mod secret;
 pub mod server;
 pub mod shutdown;
@@ -59,3 +60,4 @@ pub use store::{Namespace, Store, StoreCall, StoreError, StoreNotice};
 pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
 
 pub mod proto;
+pub mod ready_line;

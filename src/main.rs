@@ -21,6 +21,10 @@ fn main() -> std::process::ExitCode {
             if let Some(exit) = e.downcast_ref::<callbackd::supervisor::BridgeExit>() {
                 return std::process::ExitCode::from(exit.exit_code());
             }
+            if let Some(failed) = e.downcast_ref::<callbackd::supervisor::NotReady>() {
+                telemetry::stderr_line(format_args!("callbackd: error: {failed}"));
+                return std::process::ExitCode::from(failed.exit_code());
+            }
             let e = callbackd::error_chain::Chain(&e);
             telemetry::stderr_line(format_args!("callbackd: error: {e}"));
             std::process::ExitCode::FAILURE
@@ -378,7 +382,7 @@ fn serve(args: &ConfigArgs) -> anyhow::Result<()> {
     let source = reload_source(args);
     runtime.block_on(async move {
         let app = App::builder(config).reload_from(source).build().await?;
-        telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
+        let _runtime_file = callbackd::ready_line::announce(&app, &Default::default());
         app.run_until(callbackd::shutdown::signal()).await
     })
 }
