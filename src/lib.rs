@@ -41,6 +41,7 @@ pub mod health;
 pub mod manual;
 pub mod metrics;
 pub mod namespaces;
+pub mod prune;
 pub mod rpc;
 pub mod runtime_file;
 pub mod secret;

@@ -155,52 +155,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{} is at schema version {version}", backend.describe());
             Ok(())
         }
-        Command::Prune { config, older_than } => {
-            let config = load(&config)?;
-            let age = match older_than.as_deref() {
-                Some(s) => callbackd::api::config::parse_duration(s)
-                    .map_err(|e| anyhow::anyhow!("--older-than {s:?}: {e}"))?,
-                None => config.retention.max_age()?.context(
-                    "nothing to prune by: give --older-than DURATION or set \
-                     retention.events_max_age",
-                )?,
-            };
-            let backend = config.store.backend();
-            // The file's size before and after, for SQLite (PostgreSQL reuses the space).
-            let file = backend.sqlite_path().map(std::path::Path::to_path_buf);
-            if let Some(path) = &file {
-                anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
-            }
-            let size = || {
-                file.as_ref()
-                    .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-            };
-            let before = size();
-            let report = block_on(async {
-                let store = backend
-                    .open()
-                    .await
-                    .with_context(|| format!("opening {}", backend.describe()))?;
-                let records = store.run_records();
-                let report =
-                    callbackd::api::retention::prune(&*records, age, config.retention.batch_runs)
-                        .await?;
-                anyhow::Ok(report)
-            })??;
-            match (before, size()) {
-                (Some(before), Some(after)) => println!(
-                    "pruned the events of {} runs ({} events); database {} bytes -> {} bytes",
-                    report.runs, report.events, before, after
-                ),
-                _ => println!(
-                    "pruned the events of {} runs ({} events) in {}",
-                    report.runs,
-                    report.events,
-                    backend.describe()
-                ),
-            }
-            Ok(())
-        }
+        Command::Prune {
+            config,
+            older_than,
+            dry_run,
+            yes,
+        } => callbackd::prune::command(
+            &load(&config)?,
+            &callbackd::prune::PruneOptions {
+                older_than,
+                dry_run,
+                yes,
+            },
+        ),
         Command::Namespaces { config, json } => {
             let config = load(&config)?;
             let backend = config.store.backend();
@@ -223,6 +190,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             } else {
                 print!("{}", callbackd::namespaces::usage::render(&rows));
+                if let Some(path) = backend.sqlite_path() {
+                    let bytes = callbackd::prune::database_bytes(path);
+                    println!("database {}: {bytes} bytes (file and WAL)", path.display());
+                }
             }
             Ok(())
         }
