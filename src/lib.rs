@@ -23,6 +23,10 @@
 //! - [`client`]: `callbackd follow|sessions|runs`, a terminal client of the run API.
 //! - [`ui`]: the web console at `/ui/`, static files compiled into the binary.
 //! - [`manual`]: shell completions and the man page, from the clap definition.
+//! - [`runtime_file`], [`ready_line`]: how a running daemon is announced (stderr, without
+//!   secrets) and found by the client commands (a 0600 file in the data directory).
+//! - [`prune`]: `callbackd prune` (dry run, confirmation, space returned).
+//! - [`closed_stdout`]: `callbackd … | head` ends quietly.
 //! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
 
 pub mod api;
