@@ -4,7 +4,7 @@
 //!
 //! URL: `--url` / `CALLBACKD_URL`; else a listen address the user chose (`--listen`,
 //! `CALLBACKD_LISTEN`, `server.listen` in the config file); else the runtime file of a
-//! running daemon in the data directory ([`crate::runtime_file`]); else the default listen
+//! running daemon in the data directory ([`crate::supervisor::runtime_file`]); else the default listen
 //! address.
 
 use std::path::Path;
@@ -59,9 +59,9 @@ pub fn connect(args: &ClientArgs) -> anyhow::Result<(ApiClient, Origin)> {
                 args.config.config.as_deref(),
                 args.config.listen.as_deref(),
             );
-            let dir = crate::runtime_file::dir_of(&c.store.path);
+            let dir = crate::supervisor::runtime_file::dir_of(&c.store.path);
             let ns = args.namespace.clone().unwrap_or_default();
-            match (chosen, crate::runtime_file::find(&dir, &ns)) {
+            match (chosen, crate::supervisor::runtime_file::find(&dir, &ns)) {
                 (false, Some((path, runtime))) => {
                     (runtime.url, format!("the runtime file {}", path.display()))
                 }

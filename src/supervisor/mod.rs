@@ -41,7 +41,9 @@ mod command;
 mod exit;
 mod group;
 mod ready;
+pub mod ready_line;
 mod relay;
+pub mod runtime_file;
 mod signals;
 mod start;
 pub mod watchdog;
@@ -146,7 +148,7 @@ pub async fn run(
     let api = app.api().clone();
     let (bridge_model, bridge_key) = app.bridge_defaults();
     // Announced once the bridge answers and the run API drives it (`start`), not before.
-    let mut ready_line = Some(crate::ready_line::ReadyLine::of(&app, &opts.namespace));
+    let mut ready_line = Some(ready_line::ReadyLine::of(&app, &opts.namespace));
     let mut runtime_file = None;
     let mut not_ready: Option<String> = None;
     tracing::info!(url = %app.base_url(), "callbackd listening; starting the bridge");
@@ -200,7 +202,7 @@ pub async fn run(
                                 tracing::error!(path = %path.display(), error = %e, "cannot write the ready file");
                             }
                         }
-                        runtime_file = ready_line.take().and_then(crate::ready_line::ReadyLine::announce);
+                        runtime_file = ready_line.take().and_then(ready_line::ReadyLine::announce);
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "the bridge is not usable; stopping it");

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::api::bridge::{BridgeClient, BridgeSlot};
+use crate::bridge::{BridgeClient, BridgeSlot};
 
 use super::child::Bridge;
 use super::BridgeExit;
