@@ -214,7 +214,10 @@ def dom_rows(b: Browser) -> list[dict]:
 def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.CallbackdRun, dict]:
     run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db, st, tt)
     ready = json.loads(run.proc.wait_for_line("callbackd ready ", timeout=30))
-    assert ready["console_url"] == f"{ready['url']}ui/#token={API_TOKEN}", ready
+    # The log gets the console URL without the token; the 0600 runtime file has it whole.
+    assert ready["console_url"] == f"{ready['url']}ui/", ready
+    runtime = json.loads(Path(ready["runtime_file"]).read_text())
+    assert runtime["console_url"] == f"{ready['url']}ui/#token={API_TOKEN}", runtime
     return run, ready
 
 
