@@ -7,6 +7,7 @@
 
 mod call_log;
 pub mod codec;
+mod run_log;
 pub mod store;
 pub mod tools;
 mod unknown_field;

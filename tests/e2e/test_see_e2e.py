@@ -1,0 +1,36 @@
+"""Issue 21, end to end with the real bridge and the fake backend: see everything an agent did
+(quiet logs, the run's input, tool calls in full, sessions that can be named, found and deleted).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from test_run_api_e2e import ApiStack, read_all, types
+
+# A line of callbackd's own log (tracing's text format: time, level, target); the bridge's
+# relayed stderr lines do not start like this.
+DAEMON_LINE = re.compile(r"^\S*\d{4}-\d\d-\d\dT\S+\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s")
+
+
+def daemon_lines(text: str) -> list[str]:
+    return [l for l in text.splitlines() if DAEMON_LINE.match(re.sub(r"\x1b\[[0-9;]*m", "", l))]
+
+
+def test_a_default_level_log_of_a_three_turn_session_is_short(setup_env, tmp_path):
+    assert "RUST_LOG" not in os.environ, "the test reads the default level's log"
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    start = len(daemon_lines(s.run.proc.stderr_text()))
+    for text in ("please call the echo tool", "hello", "please call the echo tool"):
+        c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": text})
+        assert r.status == 200
+        assert types(read_all(r))[-1] == "completed"
+        c.close()
+    s.stop()
+    lines = daemon_lines(s.run.proc.stderr_text())
+    session = lines[start:]
+    assert len(lines) <= 15 + start, "\n".join(lines)
+    # What is left is what matters: each run's start and end.
+    assert sum("run started" in l for l in session) == 3, "\n".join(session)
+    assert sum("run ended" in l for l in session) == 3, "\n".join(session)
