@@ -29,6 +29,9 @@ pub enum Durable {
         agent: Value,
         session_id: String,
         release_id: Option<String>,
+        /// The user message of the turn; `null` when callbackd has none recorded (a run
+        /// started by another client than the run API).
+        input: Option<RunInput>,
     },
     Step {
         index: u32,
@@ -87,6 +90,39 @@ impl Durable {
     /// `completed` and `error` end a run's stream.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Durable::Completed { .. } | Durable::Error { .. })
+    }
+}
+
+/// What a run was asked: the user message that started it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunInput {
+    pub text: String,
+    /// Present (and `true`) when `text` was cut short: runs lists show the first
+    /// [`RunInput::LISTED_CHARS`] characters; `GET /v1/runs/{run_id}` has it whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl RunInput {
+    /// Characters of the input a runs list shows.
+    pub const LISTED_CHARS: usize = 200;
+
+    pub fn whole(text: String) -> RunInput {
+        RunInput {
+            text,
+            truncated: false,
+        }
+    }
+
+    /// The input as a list shows it: its first [`Self::LISTED_CHARS`] characters.
+    pub fn listed(text: &str) -> RunInput {
+        match text.char_indices().nth(Self::LISTED_CHARS) {
+            None => RunInput::whole(text.to_string()),
+            Some((end, _)) => RunInput {
+                text: text[..end].to_string(),
+                truncated: true,
+            },
+        }
     }
 }
 
@@ -195,6 +231,7 @@ impl RunMapper {
                 agent: json!({"id": self.session_id, "model": self.model}),
                 session_id: self.session_id.clone(),
                 release_id: None,
+                input: None,
             },
             "status" => {
                 let status = str_of("status").unwrap_or_default();

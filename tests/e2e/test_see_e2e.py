@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from test_run_api_e2e import ApiStack, read_all, types
+from test_run_api_e2e import ApiStack, durable, read_all, types
 
 # A line of callbackd's own log (tracing's text format: time, level, target); the bridge's
 # relayed stderr lines do not start like this.
@@ -34,3 +34,25 @@ def test_a_default_level_log_of_a_three_turn_session_is_short(setup_env, tmp_pat
     # What is left is what matters: each run's start and end.
     assert sum("run started" in l for l in session) == 3, "\n".join(session)
     assert sum("run ended" in l for l in session) == 3, "\n".join(session)
+
+
+def test_the_prompt_is_in_the_run_state_its_stream_and_the_runs_list(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    prompt = "please call the echo tool " + "x" * 300
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": prompt})
+    live = read_all(r)
+    c.close()
+    started = next(d for kind, _, d, _ in live if kind == "event" and d["type"] == "run_started")
+    assert started["input"] == {"text": prompt}, started
+    run_id = started["run_id"]
+    status, state = s.api.call("GET", f"/v1/runs/{run_id}")
+    assert status == 200 and state["input"] == {"text": prompt}, state
+    # Replayed: the same bytes as live.
+    c, r = s.api.open("GET", f"/v1/runs/{run_id}/stream?after=0")
+    replay = read_all(r)
+    c.close()
+    assert durable(replay) == durable(live)
+    status, runs = s.api.call("GET", f"/v1/sessions/{sid}/runs")
+    listed = next(x for x in runs["runs"] if x["run_id"] == run_id)["input"]
+    assert listed == {"text": prompt[:200], "truncated": True}, listed

@@ -16,7 +16,13 @@ use super::error::Fail;
 
 /// The tables keyed by `(ns, run_id)` that go with a run's events.
 /// The counter first (see above).
-pub const EVENT_TABLES: [&str; 4] = ["run_seqs", "run_events", "event_meta", "run_expiry"];
+pub const EVENT_TABLES: [&str; 5] = [
+    "run_seqs",
+    "run_events",
+    "event_meta",
+    "run_expiry",
+    "run_inputs",
+];
 
 pub async fn delete_agents(db: &Db<'_>, ns: &str, ids: &[String]) -> Result<(), Fail> {
     let params = [(&ns as _, Type::TEXT), (&ids as _, Type::TEXT_ARRAY)];

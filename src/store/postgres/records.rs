@@ -235,6 +235,58 @@ impl RunRecords for PgStore {
         })
     }
 
+    fn set_run_input(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+        text: &str,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (ns, run_id, text) = (
+            ns.as_str().to_string(),
+            run_id.to_string(),
+            text.to_string(),
+        );
+        self.run_tx(move |db| {
+            let (ns, run_id, text) = (ns.clone(), run_id.clone(), text.clone());
+            Box::pin(async move {
+                db.execute(
+                    "INSERT INTO run_inputs (ns, run_id, text) VALUES ($1, $2, $3) \
+                     ON CONFLICT DO NOTHING",
+                    &[
+                        (&ns, Type::TEXT),
+                        (&run_id, Type::TEXT),
+                        (&text, Type::TEXT),
+                    ],
+                )
+                .await?;
+                Ok(())
+            })
+        })
+    }
+
+    fn run_inputs(
+        &self,
+        ns: &Namespace,
+        run_ids: &[String],
+    ) -> BoxFuture<'_, Result<std::collections::HashMap<String, String>, StoreError>> {
+        let (ns, ids) = (ns.as_str().to_string(), run_ids.to_vec());
+        self.run_tx(move |db| {
+            let (ns, ids) = (ns.clone(), ids.clone());
+            Box::pin(async move {
+                let rows = db
+                    .query(
+                        "SELECT run_id, text FROM run_inputs WHERE ns = $1 AND run_id = ANY($2)",
+                        &[(&ns, Type::TEXT), (&ids, Type::TEXT_ARRAY)],
+                    )
+                    .await?;
+                Ok(rows
+                    .iter()
+                    .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+                    .collect())
+            })
+        })
+    }
+
     fn run_positions(
         &self,
         ns: &Namespace,

@@ -9,7 +9,7 @@ use super::Conditions;
 use crate::store::StoreError;
 
 /// The tables keyed by `(ns, run_id)` that go with a run's events.
-pub const EVENT_TABLES: [&str; 3] = ["run_events", "event_meta", "run_expiry"];
+pub const EVENT_TABLES: [&str; 4] = ["run_events", "event_meta", "run_expiry", "run_inputs"];
 
 /// `ids` is a JSON array of agent ids.
 pub fn delete_agents(conn: &Connection, ns: &str, ids: &str) -> Result<(), StoreError> {

@@ -184,6 +184,49 @@ impl RunRecords for SqliteStore {
         })
     }
 
+    fn set_run_input(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+        text: &str,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (ns, run_id, text) = (
+            ns.as_str().to_string(),
+            run_id.to_string(),
+            text.to_string(),
+        );
+        Box::pin(async move {
+            self.write_with(move |conn| {
+                conn.prepare_cached(
+                    "INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT DO NOTHING",
+                )?
+                .execute(params![ns, run_id, text])?;
+                Ok(())
+            })
+            .await
+        })
+    }
+
+    fn run_inputs(
+        &self,
+        ns: &Namespace,
+        run_ids: &[String],
+    ) -> BoxFuture<'_, Result<std::collections::HashMap<String, String>, StoreError>> {
+        let ns = ns.as_str().to_string();
+        let ids = serde_json::to_string(run_ids).unwrap_or_else(|_| "[]".into());
+        Box::pin(async move {
+            self.readers.with(|conn| {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT run_id, text FROM run_inputs WHERE ns = ?1 \
+                     AND run_id IN (SELECT value FROM json_each(?2))",
+                )?;
+                let rows = stmt.query_map(params![ns, ids], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+        })
+    }
+
     fn run_positions(
         &self,
         ns: &Namespace,

@@ -1,0 +1,99 @@
+//! Issue 21, "see everything an agent did", against the real server on the configured
+//! backend (SQLite, or PostgreSQL with `CALLBACKD_TEST_PG`): the run's input in its state,
+//! its `run_started` event and the runs list.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::TestApp;
+use crate::run_api::{append, setup, tool_turn};
+use crate::sse::Frame;
+
+const T: Duration = Duration::from_secs(10);
+
+/// What `POST .../messages` keeps beside a run it started.
+async fn record_input(app: &TestApp, run_id: &str, text: &str) {
+    let text = text.replace('\'', "''");
+    let sql = format!(
+        "INSERT INTO run_inputs (ns, run_id, text) VALUES ('default', '{run_id}', '{text}')"
+    );
+    app.exec(&sql, &sql).await;
+}
+
+fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Event {
+                id: Some(id), raw, ..
+            } => Some((*id, raw.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run_started(frames: &[Frame]) -> Value {
+    frames
+        .iter()
+        .find(|f| f.kind() == "run_started")
+        .and_then(Frame::data)
+        .cloned()
+        .unwrap_or_else(|| panic!("no run_started in {frames:?}"))
+}
+
+#[tokio::test]
+async fn the_run_input_is_in_its_state_its_run_started_event_and_truncated_in_lists() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    for m in tool_turn() {
+        append(&app, "r1", m).await;
+    }
+    // 250 characters, most of them two bytes in UTF-8.
+    let long = format!("please call the echo tool {}", "é".repeat(224));
+    record_input(&app, "r1", &long).await;
+
+    let state = app.api_get("/v1/runs/r1").await;
+    assert_eq!(state.status, 200, "{}", state.text());
+    assert_eq!(state.json()["input"], json!({"text": long}));
+
+    let live = app.stream("r1", None).await.collect(T).await;
+    assert_eq!(run_started(&live)["input"], json!({"text": long}));
+    let replay = app.stream("r1", Some(0)).await.collect(T).await;
+    assert_eq!(
+        durable(&replay),
+        durable(&live),
+        "a replay sends the same bytes"
+    );
+
+    let list = app.api_get("/v1/sessions/a1/runs").await.json();
+    let listed = &list["runs"][0]["input"];
+    assert_eq!(listed["truncated"], true, "{listed}");
+    let cut: String = long.chars().take(200).collect();
+    assert_eq!(listed["text"], cut);
+
+    // The openapi document describes the field.
+    let doc = app.api_get("/v1/openapi.json").await.text();
+    assert!(doc.contains("RunInput"), "{doc}");
+}
+
+#[tokio::test]
+async fn a_run_started_elsewhere_has_no_input_and_a_deleted_agent_takes_its_inputs() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    for m in tool_turn() {
+        append(&app, "r1", m).await;
+    }
+    assert_eq!(
+        app.api_get("/v1/runs/r1").await.json()["input"],
+        Value::Null
+    );
+    let live = app.stream("r1", None).await.collect(T).await;
+    assert_eq!(run_started(&live)["input"], Value::Null);
+
+    record_input(&app, "r1", "hello").await;
+    assert_eq!(app.count("SELECT count(*) FROM run_inputs").await, 1);
+    app.store_ok("agents", "delete", json!({"filter": {"agentIds": ["a1"]}}))
+        .await;
+    assert_eq!(app.count("SELECT count(*) FROM run_inputs").await, 0);
+}
