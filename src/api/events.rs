@@ -50,12 +50,23 @@ pub enum Durable {
     ToolStarted {
         tool_call_id: String,
         tool: String,
+        /// The call's arguments (JSON); over [`FULL_VALUE_BYTES`] of JSON text, a string of
+        /// its first bytes and `truncated: true`.
+        arguments: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     ToolCompleted {
         tool_call_id: String,
         tool: String,
         outcome: &'static str,
         duration_ms: Option<i64>,
+        /// The call's result as the bridge stored it (`{status, value}`, JSON); over
+        /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
+        /// `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
+        result: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     ToolOutcomeUnknown {
         tool_call_id: String,
@@ -316,11 +327,15 @@ impl RunMapper {
         let status = message.get("status").and_then(Value::as_str).unwrap_or("");
         if status == "running" {
             self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            let (arguments, truncated) = capped(tool_arguments(message));
             return Durable::ToolStarted {
                 tool_call_id: call_id,
                 tool,
+                arguments,
+                truncated,
             };
         }
+        let (result, truncated) = capped(message.get("result").cloned().unwrap_or(Value::Null));
         let started = self.tools.get(&call_id).map(|(_, t)| *t);
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
@@ -355,6 +370,8 @@ impl RunMapper {
                         tool,
                         outcome: r.outcome.as_str(),
                         duration_ms: started.map(|s| (at_ms - s).max(0)),
+                        result,
+                        truncated,
                     }
                 }
                 _ => {}
@@ -365,8 +382,38 @@ impl RunMapper {
             tool,
             outcome: if failed { "error" } else { "ok" },
             duration_ms: started.map(|s| (at_ms - s).max(0)),
+            result,
+            truncated,
         }
     }
+}
+
+/// Bytes of JSON text of a tool call's arguments or result that a stream event carries.
+pub const FULL_VALUE_BYTES: usize = 64 * 1024;
+
+/// A tool call's arguments in its stored `tool_call` message: a custom tool's (`mcp`) are
+/// `args.args`, a built-in's are `args`.
+pub fn tool_arguments(message: &Value) -> Value {
+    match message.get("name").and_then(Value::as_str) {
+        Some("mcp") => message.pointer("/args/args"),
+        _ => message.get("args"),
+    }
+    .cloned()
+    .unwrap_or(Value::Null)
+}
+
+/// `value` if its JSON text fits [`FULL_VALUE_BYTES`]; else a string of the text's first
+/// bytes (whole characters), and `true`.
+fn capped(value: Value) -> (Value, bool) {
+    let text = value.to_string();
+    if text.len() <= FULL_VALUE_BYTES {
+        return (value, false);
+    }
+    let mut end = FULL_VALUE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (Value::String(text[..end].to_string()), true)
 }
 
 /// The whole text of an assistant message: its text parts, joined.
@@ -453,7 +500,9 @@ mod tests {
                 tool_call_id: "c1".into(),
                 tool: "echo".into(),
                 outcome: "ok",
-                duration_ms: Some(10)
+                duration_ms: Some(10),
+                result: json!({"status": "success"}),
+                truncated: false,
             }
         );
         match &out[6] {
@@ -468,6 +517,29 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn tool_values_over_64_kib_are_cut_and_marked() {
+        let mut m = RunMapper::new(&json!({"agentId": "a1"}), vec![]);
+        let big = "é".repeat(40_000);
+        let started = m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "echo", "args": {"text": big}}})));
+        let Durable::ToolStarted {
+            arguments,
+            truncated,
+            ..
+        } = started
+        else {
+            panic!("{started:?}")
+        };
+        assert!(truncated);
+        let cut = arguments.as_str().unwrap();
+        assert!(cut.len() <= FULL_VALUE_BYTES && cut.len() > FULL_VALUE_BYTES - 4);
+        assert!(cut.starts_with(r#"{"text":"éé"#), "{}", &cut[..20]);
+        let small = m.map(&ev(2, &json!({"type": "tool_call", "call_id": "c2", "name": "read", "status": "running", "args": {"path": "a"}})));
+        assert!(
+            matches!(small, Durable::ToolStarted { arguments, truncated: false, .. } if arguments == json!({"path": "a"}))
+        );
     }
 
     #[test]

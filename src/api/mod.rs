@@ -27,6 +27,7 @@ mod runs;
 mod sessions;
 mod stream;
 pub mod time;
+mod tool_calls;
 
 pub use caller::{ApiTokens, Caller, Role};
 pub use problem::{Problem, ProblemCode};

@@ -97,3 +97,57 @@ async fn a_run_started_elsewhere_has_no_input_and_a_deleted_agent_takes_its_inpu
         .await;
     assert_eq!(app.count("SELECT count(*) FROM run_inputs").await, 0);
 }
+
+#[tokio::test]
+async fn tool_events_carry_arguments_and_result_and_a_big_one_is_whole_at_its_own_url() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    // 100 000 characters: over the stream's 64 KiB.
+    let big = "ab".repeat(50_000);
+    let mut turn = tool_turn();
+    turn[4]["result"] =
+        json!({"status": "success", "value": {"content": [{"type": "text", "text": big}]}});
+    for m in turn {
+        append(&app, "r1", m).await;
+    }
+    let live = app.stream("r1", None).await.collect(T).await;
+    let of = |kind: &str| {
+        live.iter()
+            .find(|f| f.kind() == kind)
+            .and_then(Frame::data)
+            .cloned()
+            .unwrap()
+    };
+    let started = of("tool_started");
+    assert_eq!(started["arguments"], json!({"text": "ping"}));
+    assert!(started.get("truncated").is_none(), "{started}");
+    let completed = of("tool_completed");
+    assert_eq!(completed["truncated"], true);
+    let cut = completed["result"].as_str().unwrap();
+    assert_eq!(cut.len(), 64 * 1024);
+    assert!(
+        cut.starts_with(r#"{"status":"success","value":{"content":[{"text":"abab"#)
+            || cut.starts_with(r#"{"status":"success""#),
+        "{}",
+        &cut[..60]
+    );
+    let replay = app.stream("r1", Some(0)).await.collect(T).await;
+    assert_eq!(
+        durable(&replay),
+        durable(&live),
+        "a replay sends the same bytes"
+    );
+
+    let whole = app.api_get("/v1/runs/r1/tool_calls/c1").await;
+    assert_eq!(whole.status, 200, "{}", whole.text());
+    let whole = whole.json();
+    assert_eq!(whole["tool"], "echo");
+    assert_eq!(whole["status"], "completed");
+    assert_eq!(whole["arguments"], json!({"text": "ping"}));
+    assert_eq!(whole["result"]["value"]["content"][0]["text"], big);
+
+    let unknown = app.api_get("/v1/runs/r1/tool_calls/nope").await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    assert!(unknown.text().contains("nope"), "{}", unknown.text());
+    assert_eq!(app.api_get("/v1/runs/r9/tool_calls/c1").await.status, 404);
+}

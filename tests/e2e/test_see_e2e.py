@@ -56,3 +56,19 @@ def test_the_prompt_is_in_the_run_state_its_stream_and_the_runs_list(setup_env, 
     status, runs = s.api.call("GET", f"/v1/sessions/{sid}/runs")
     listed = next(x for x in runs["runs"] if x["run_id"] == run_id)["input"]
     assert listed == {"text": prompt[:200], "truncated": True}, listed
+
+
+def test_tool_events_carry_the_arguments_and_the_result(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "please call the echo tool"})
+    live = read_all(r)
+    c.close()
+    events = [d for kind, _, d, _ in live if kind == "event"]
+    started = next(d for d in events if d["type"] == "tool_started")
+    completed = next(d for d in events if d["type"] == "tool_completed")
+    assert started["tool"] == "echo" and isinstance(started["arguments"], dict) and started["arguments"], started
+    assert completed["outcome"] == "ok" and completed["result"]["status"] == "success", completed
+    status, whole = s.api.call("GET", f"/v1/runs/{started['run_id']}/tool_calls/{started['tool_call_id']}")
+    assert status == 200, whole
+    assert whole["arguments"] == started["arguments"] and whole["result"] == completed["result"], whole
