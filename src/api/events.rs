@@ -336,7 +336,17 @@ impl RunMapper {
             };
         }
         let (result, truncated) = capped(message.get("result").cloned().unwrap_or(Value::Null));
+        // The execution time: callbackd's record of a custom tool's call (final before the
+        // bridge stores the completion; a call held for approval starts when approved), else
+        // the time between the stored `running` and completion events.
+        let executed = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
+            .and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
         let started = self.tools.get(&call_id).map(|(_, t)| *t);
+        let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
         let failed = status == "error"
@@ -369,7 +379,7 @@ impl RunMapper {
                         tool_call_id: call_id,
                         tool,
                         outcome: r.outcome.as_str(),
-                        duration_ms: started.map(|s| (at_ms - s).max(0)),
+                        duration_ms,
                         result,
                         truncated,
                     }
@@ -381,7 +391,7 @@ impl RunMapper {
             tool_call_id: call_id,
             tool,
             outcome: if failed { "error" } else { "ok" },
-            duration_ms: started.map(|s| (at_ms - s).max(0)),
+            duration_ms,
             result,
             truncated,
         }

@@ -151,3 +151,27 @@ async fn tool_events_carry_arguments_and_result_and_a_big_one_is_whole_at_its_ow
     assert!(unknown.text().contains("nope"), "{}", unknown.text());
     assert_eq!(app.api_get("/v1/runs/r9/tool_calls/c1").await.status, 404);
 }
+
+#[tokio::test]
+async fn duration_ms_is_the_execution_time_in_the_stream_and_the_run_state() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    // callbackd's record: the call ran 21 ms (its stored events are 1 ms apart or less).
+    let sql = "INSERT INTO tool_calls (id, ns, agent_id, run_id, tool_call_id, tool, started_at, \
+               ended_at, outcome, cut_off) VALUES (1, 'default', 'a1', 'r1', 'c1', 'echo', 1000, 1021, 'ok', 0)";
+    let pg = sql.replace(", 0)", ", false)");
+    app.exec(sql, &pg).await;
+    for m in tool_turn() {
+        append(&app, "r1", m).await;
+    }
+    let live = app.stream("r1", None).await.collect(T).await;
+    let completed = live
+        .iter()
+        .find(|f| f.kind() == "tool_completed")
+        .and_then(Frame::data)
+        .cloned()
+        .unwrap();
+    assert_eq!(completed["duration_ms"], 21, "{completed}");
+    let state = app.api_get("/v1/runs/r1").await.json();
+    assert_eq!(state["tool_calls"][0]["duration_ms"], 21, "{state}");
+}
