@@ -358,7 +358,7 @@ fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
 // `backup`, `export` and `import` with `--namespace`: each sees one namespace's rows only.
 
 /// Every table with an `ns` column, in the order of the migrations.
-const NS_TABLES: [&str; 9] = [
+const NS_TABLES: [&str; 10] = [
     "agents",
     "runs",
     "run_events",
@@ -368,6 +368,7 @@ const NS_TABLES: [&str; 9] = [
     "event_meta",
     "run_expiry",
     "approvals",
+    "run_inputs",
 ];
 
 /// The same ids in every namespace, and `tag` in the stored text so the rows can be told
@@ -446,6 +447,8 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
             };
             records.tool_call_started(&ns, start, false).await.unwrap();
             records.snapshot_delta(&ns, "r1", 1, Some(3)).await.unwrap();
+            let input = format!("prompt of {tag}");
+            records.set_run_input(&ns, "r1", &input).await.unwrap();
             let approval = ApprovalRecord {
                 id: format!("approval-of-{tag}"),
                 ns: ns.clone(),
@@ -708,7 +711,7 @@ fn backup_of_one_namespace_holds_its_rows_only_and_passes_check() {
         err.contains(&format!(
             "namespace a only: {kept_rows} rows kept (agents 1, runs 2, run_events 2, \
              checkpoints 1, memory_notes 1, tool_calls 1, event_meta 1, run_expiry 1, \
-             approvals 1), {} rows of other namespaces left out",
+             approvals 1, run_inputs 1), {} rows of other namespaces left out",
             all_rows - kept_rows
         )),
         "{err}"

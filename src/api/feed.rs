@@ -103,6 +103,17 @@ impl RunCtx<'_> {
             }
         }
         let mut event = mapper.map(ev);
+        if let Durable::RunStarted { input, .. } = &mut event {
+            // Recorded by `POST .../messages` before any stream of the run is opened there.
+            *input = self
+                .state
+                .records()
+                .run_inputs(self.ns, &[self.run_id.to_string()])
+                .await
+                .ok()
+                .and_then(|mut m| m.remove(self.run_id))
+                .map(super::events::RunInput::whole);
+        }
         if let Durable::MessageSnapshot { delta, .. } = &mut event {
             let sealed = self.state.live_tokens().seal(self.ns, self.run_id, ev.seq);
             *delta = self

@@ -60,6 +60,11 @@ pub async fn send(
     let bridge = state.bridge(&caller.ns).get()?;
     let (mut stream, run_id, early) =
         start_turn(&state, &bridge, &reader, &session, &agent, &text).await?;
+    // Kept beside the run before its stream is opened here: `run_started.input`.
+    state
+        .records()
+        .set_run_input(&caller.ns, &run_id, &text)
+        .await?;
     let (tx, rx) = mpsc::channel::<String>(TOKEN_BUFFER);
     for t in early {
         let _ = tx.try_send(t);

@@ -25,6 +25,7 @@ pub mod retention;
 mod runs;
 mod sessions;
 mod stream;
+mod tool_calls;
 
 pub use caller::{ApiTokens, Caller, Role};
 pub use problem::{Problem, ProblemCode};

@@ -103,6 +103,16 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "get",
+        path: "/v1/runs/{run_id}/tool_calls/{tool_call_id}",
+        summary: "One tool call of a run with its whole arguments and result",
+        request: None,
+        answer: Answer::Json(200, schema::<super::tool_calls::ToolCallDetail>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(super::tool_calls::get_one),
+    },
+    Route {
+        method: "get",
         path: "/v1/runs/{run_id}/stream",
         summary: "The run's durable events after `after`, then live ones until it ends",
         request: None,

@@ -39,6 +39,9 @@ pub struct RunSummary {
     pub usage: Value,
     pub output: Option<String>,
     pub error: Option<Problem>,
+    /// The user message that started the run (truncated in lists); `null` when callbackd
+    /// has none recorded (a run started by another client than the run API).
+    pub input: Option<super::events::RunInput>,
 }
 
 fn time_of(doc: &Value, key: &str) -> Option<String> {
@@ -88,6 +91,7 @@ impl RunSummary {
             usage: doc.get("usage").cloned().unwrap_or(Value::Null),
             output: str_of(doc, "result"),
             error: str_of(doc, "error").map(|e| run_problem(Some(&e))),
+            input: None,
         }
     }
 }

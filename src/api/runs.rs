@@ -85,6 +85,12 @@ pub async fn summary(
     pos: crate::store::records::RunPositions,
 ) -> Result<RunSummary, Problem> {
     let mut run = RunSummary::from_doc(doc, pos.last_seq);
+    run.input = state
+        .records()
+        .run_inputs(ns, std::slice::from_ref(&run.run_id))
+        .await?
+        .remove(&run.run_id)
+        .map(super::events::RunInput::whole);
     if !is_terminal(doc) {
         if let Some(status) = stored_end(state, ns, &run.run_id, pos).await? {
             run.status = status;

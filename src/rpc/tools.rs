@@ -469,15 +469,25 @@ impl CallFields for ToolLine {
         };
         self.metrics
             .tool_call(self.ns.as_str(), tool, outcome, latency);
-        // An `Option` field is left out of the line when `None`.
-        tracing::info!(
-            target: "callbackd::tools",
-            namespace = self.ns.as_str(),
-            tool = %self.tool,
-            agent_id = %self.agent_id,
-            outcome,
-            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            error = error.map(tracing::field::display)
-        );
+        // An `Option` field is left out of the line when `None`. A call that went well is
+        // a `debug` line: at the default level the log keeps runs, approvals and errors.
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "callbackd::tools",
+                    namespace = self.ns.as_str(),
+                    tool = %self.tool,
+                    agent_id = %self.agent_id,
+                    outcome,
+                    latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+                    error = error.map(tracing::field::display)
+                )
+            };
+        }
+        if outcome == "ok" {
+            line!(debug);
+        } else {
+            line!(info);
+        }
     }
 }

@@ -21,10 +21,11 @@ pub enum Table {
     EventMeta,
     RunExpiry,
     Approvals,
+    RunInputs,
 }
 
 impl Table {
-    pub const ALL: [Table; 9] = [
+    pub const ALL: [Table; 10] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
@@ -34,6 +35,7 @@ impl Table {
         Table::EventMeta,
         Table::RunExpiry,
         Table::Approvals,
+        Table::RunInputs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +49,7 @@ impl Table {
             Table::EventMeta => "event_meta",
             Table::RunExpiry => "run_expiry",
             Table::Approvals => "approvals",
+            Table::RunInputs => "run_inputs",
         }
     }
 }
@@ -132,6 +135,11 @@ pub enum Row {
         decided_at: Option<i64>,
         reason: Option<String>,
     },
+    RunInput {
+        ns: String,
+        run_id: String,
+        text: String,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -173,6 +181,7 @@ impl Row {
             } => Key::Event(ns.clone(), run_id.clone(), *seq),
             Row::RunExpiry { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Approval { id, .. } => Key::Text(vec![id.clone()]),
+            Row::RunInput { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
         }
     }
 }

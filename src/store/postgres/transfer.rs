@@ -159,6 +159,11 @@ impl PgTransfer {
                         decided_at: r.get(11),
                         reason: r.get(12),
                     },
+                    Table::RunInputs => Row::RunInput {
+                        ns: r.get(0),
+                        run_id: r.get(1),
+                        text: r.get(2),
+                    },
                 })
             })
             .collect()
@@ -195,6 +200,9 @@ impl PgTransfer {
                 Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => tx
                     .execute("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                         &[id, ns, agent_id, run_id, tool, tool_call_id, &args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason]).await?,
+                Row::RunInput { ns, run_id, text } => tx
+                    .execute("INSERT INTO run_inputs (ns, run_id, text) VALUES ($1, $2, $3)",
+                        &[ns, run_id, text]).await?,
             };
         }
         tx.commit().await

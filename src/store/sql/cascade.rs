@@ -1,9 +1,10 @@
 //! Deletes that reach across substores, kept in one place so every path removes the same
 //! rows: an agent takes its runs, their events, its checkpoints, its memory notes, its
 //! tool call records and approvals with it; a run takes its events. The run API's notes
-//! beside a run's events (`event_meta`, `run_expiry`) and, on PostgreSQL, the run's seq
-//! counter go with the events ([`Dialect::event_tables`](super::Dialect::event_tables)):
-//! a run whose events were all deleted numbers from 1 again.
+//! beside a run's events (`event_meta`, `run_expiry`, the run's input in `run_inputs`) and,
+//! on PostgreSQL, the run's seq counter go with the events
+//! ([`Dialect::event_tables`](super::Dialect::event_tables)): a run whose events were all
+//! deleted numbers from 1 again.
 
 use super::{Conditions, Exec, Value};
 use crate::store::StoreOutput;

@@ -151,6 +151,42 @@ pub async fn run_positions<X: Exec>(
     Ok(RunPositions::from_stored(max, expired))
 }
 
+/// Keeps the text a run was started with (the first one kept wins: a retried append of the
+/// same run does not replace it).
+pub async fn set_run_input<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+    text: &str,
+) -> Result<(), X::Error> {
+    let sql = sql!(
+        "INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING"
+    );
+    let params = [Value::Text(ns), Value::Text(run_id), Value::Text(text)];
+    x.execute(sql.get(X::DIALECT), &params).await?;
+    Ok(())
+}
+
+/// The kept inputs of those runs that have one.
+pub async fn run_inputs<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_ids: &[String],
+) -> Result<std::collections::HashMap<String, String>, X::Error> {
+    let sql = format!(
+        "SELECT run_id, text FROM run_inputs WHERE ns = {} AND {}",
+        X::DIALECT.param(1),
+        X::DIALECT.in_list("run_id", 2)
+    );
+    let params = [Value::Text(ns), Value::TextList(run_ids)];
+    let rows = x
+        .all(&sql, &params, |r| {
+            Ok((r.text(0)?.to_string(), r.text(1)?.to_string()))
+        })
+        .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// `impl RunRecords for $store`, for a store with `sql_read` and `sql_write` and its own
 /// `tool_call_start`, `snapshot_delta_of`, `prune_runs` and `interrupt_tool_calls`.
 macro_rules! impl_run_records {
@@ -249,6 +285,39 @@ macro_rules! impl_run_records {
                 new: Option<u32>,
             ) -> $crate::store::BoxFuture<'_, Result<u32, $crate::store::StoreError>> {
                 self.snapshot_delta_of($crate::store::sql::owned([ns.as_str(), run_id]), seq, new)
+            }
+
+            fn set_run_input(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+                text: &str,
+            ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
+                let args = $crate::store::sql::owned([ns.as_str(), run_id, text]);
+                self.sql_write(move |x| {
+                    let [ns, run_id, text] = args.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::records::set_run_input(x, &ns, &run_id, &text).await
+                    })
+                })
+            }
+
+            fn run_inputs(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_ids: &[String],
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<std::collections::HashMap<String, String>, $crate::store::StoreError>,
+            > {
+                let ns = ns.as_str().to_string();
+                let run_ids = run_ids.to_vec();
+                self.sql_read(move |x| {
+                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::records::run_inputs(x, &ns, &run_ids).await
+                    })
+                })
             }
 
             fn run_positions(

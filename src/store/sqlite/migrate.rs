@@ -18,6 +18,11 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_approvals",
         include_str!("../../../migrations/0003_approvals.sql"),
     ),
+    // 0004 and 0005 are other branches' (merged in number order).
+    (
+        "0006_run_inputs",
+        include_str!("../../../migrations/0006_run_inputs.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -160,6 +160,11 @@ impl SqliteTransfer {
                     decided_at: r.get(11)?,
                     reason: r.get(12)?,
                 },
+                Table::RunInputs => Row::RunInput {
+                    ns: r.get(0)?,
+                    run_id: r.get(1)?,
+                    text: r.get(2)?,
+                },
             });
         }
         Ok(out)
@@ -196,6 +201,9 @@ impl SqliteTransfer {
                 Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => tx
                     .prepare_cached("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")?
                     .execute(rusqlite::params![id, ns, agent_id, run_id, tool, tool_call_id, args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason])?,
+                Row::RunInput { ns, run_id, text } => tx
+                    .prepare_cached("INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3)")?
+                    .execute(rusqlite::params![ns, run_id, text])?,
             };
         }
         tx.commit()
