@@ -105,14 +105,17 @@ pub enum Control {
     /// A tool call of this run waits for a person: decide with `POST /v1/approvals/{id}`.
     /// Sent on every (re)connect while it is pending.
     ApprovalRequired {
-        approval: crate::approvals::ApprovalView,
+        approval: Box<crate::approvals::ApprovalView>,
     },
-    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`.
+    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
+    /// (`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
+    /// runs with arguments a person edited.
     ApprovalResolved {
         approval_id: String,
         decision: String,
         by: Option<String>,
         reason: Option<String>,
+        edited: bool,
     },
     /// The replay has caught up; what follows is live.
     UpToDate { last_seq: u64 },

@@ -132,14 +132,26 @@ pub const ROUTES: &[Route] = &[
         handler: || get(approvals::list),
     },
     Route {
+        method: "get",
+        path: "/v1/approvals/{approval_id}",
+        summary: "One approval in any state: what the model asked (`args`), what ran \
+                  (`approved_args`), who decided, when and why",
+        request: None,
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(approvals::get_one).post(approvals::decide),
+    },
+    Route {
         method: "post",
         path: "/v1/approvals/{approval_id}",
-        summary: "Decide a pending approval: approve (the tool runs) or deny; 409 when decided",
+        summary: "Decide a pending approval: approve (the tool runs, with edited `args` if \
+                  given) or deny; 409 when no longer pending",
         request: Some(schema::<approvals::Decision>),
         answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
         needs_bridge: false,
         write: true,
-        handler: || post(approvals::decide),
+        handler: || get(approvals::get_one).post(approvals::decide),
     },
     Route {
         method: "post",

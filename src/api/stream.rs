@@ -175,7 +175,9 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     let mut approvals = state.approvals().subscribe();
     for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
         out.frame(control_frame(
-            &Control::ApprovalRequired { approval },
+            &Control::ApprovalRequired {
+                approval: Box::new(approval),
+            },
             run_id,
             pos,
         ))
@@ -292,7 +294,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
-                            out.frame(control_frame(&Control::ApprovalRequired { approval }, run_id, pos))
+                            out.frame(control_frame(&Control::ApprovalRequired { approval: Box::new(approval) }, run_id, pos))
                                 .await?;
                         }
                     }
@@ -335,12 +337,14 @@ fn approval_control(event: crate::approvals::ApprovalEvent) -> Control {
             decision,
             by,
             reason,
+            edited,
             ..
         } => Control::ApprovalResolved {
             approval_id,
             decision,
             by,
             reason,
+            edited,
         },
     }
 }

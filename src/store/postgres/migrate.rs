@@ -21,6 +21,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_approvals",
         include_str!("../../../migrations/postgres/0003_approvals.sql"),
     ),
+    (
+        "0004_approval_leases",
+        include_str!("../../../migrations/postgres/0004_approval_leases.sql"),
+    ),
 ];
 
 /// The schema version this build writes.
