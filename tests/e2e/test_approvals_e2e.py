@@ -146,7 +146,15 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     daemon.proc.stop(signal.SIGKILL)
     start()
     t.join(timeout=90)
-    status, all_ = api.call("GET", "/v1/approvals?state=all")
+    # The killed daemon's approval is cancelled once its lease has run out (15 s) and a
+    # daemon sweeps (every 5 s): a restarted daemon cannot tell a dead owner from a live one
+    # sharing the database before that.
+    deadline = time.monotonic() + 40
+    while True:
+        status, all_ = api.call("GET", "/v1/approvals?state=all")
+        if all_["approvals"][0]["state"] != "pending" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert all_["approvals"][0]["state"] == "cancelled", all_
     c, r = api.open("GET", f"/v1/runs/{run_id}/stream")
     evs = events(read_all(r, limit=60))
