@@ -139,3 +139,18 @@ test("204 ends the follow, 410 ends it as expired, 401 fails without retrying", 
   assert.equal(n, 1);
   assert.equal(hooked.status, 401);
 });
+
+test("a pending approval of a run that ends is shown cancelled, with why, and no buttons", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "run_started", seq: 1, agent: {}, session_id: "s1" }, true);
+  m.apply({ type: "approval_required", approval: { id: "appr_1", tool: "deploy", args: { env: "prod" } } }, false);
+  m.apply({ type: "approval_required", approval: { id: "appr_2", tool: "deploy", args: {} } }, false);
+  m.apply({ type: "approval_resolved", approval_id: "appr_2", decision: "approved", by: "default/alice", edited: true }, false);
+  m.apply({ type: "completed", seq: 2, status: "cancelled" }, true);
+  const a1 = m.items.find((i) => i.key === "approval:appr_1");
+  assert.equal(a1.decision, "cancelled");
+  assert.match(a1.reason, /run ended/);
+  const a2 = m.items.find((i) => i.key === "approval:appr_2");
+  assert.equal(a2.decision, "approved", "a decided approval keeps its decision");
+  assert.equal(a2.edited, true);
+});

@@ -105,7 +105,7 @@ export class RunModel {
         this.upsert(`approval:${ev.approval?.id}`, { kind: "approval", approval: ev.approval, decision: null });
         break;
       case "approval_resolved":
-        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason });
+        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited });
         break;
       default:
         break; // control events (up_to_date, reconnect, stream_gap) change the connection, not the run
@@ -116,6 +116,11 @@ export class RunModel {
    * answer is dropped) is abandoned: the run will never see its result. */
   abandonRunning() {
     for (const i of this.items) {
+      // A held call of an ended run never runs: no buttons, and why.
+      if (i.kind === "approval" && !i.decision) {
+        Object.assign(i, { decision: "cancelled", by: "callbackd", reason: "the run ended while it waited for a decision; it was not run" });
+        i.rev = (i.rev || 0) + 1;
+      }
       if (i.kind === "tool" && i.state === "running") {
         Object.assign(i, { state: "abandoned", reason: "the run ended before this call did" });
         i.rev = (i.rev || 0) + 1;
@@ -327,7 +332,7 @@ function renderItem(li, item, decide) {
         h("span.label", {}, "approval"),
         h("span.tool-name", {}, item.approval?.tool || ""),
         item.approval?.args ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
-        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}` : "waits for a decision"),
+        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}${item.edited ? " (with edited arguments)" : ""}` : "waits for a decision"),
         item.reason ? h("span.reason", {}, item.reason) : null,
         pending ? h("span.decide", {},
           h("button.primary", { type: "button", onclick: () => decide(li.dataset.approvalId, "approve") }, "Approve"),
