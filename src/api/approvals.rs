@@ -84,6 +84,23 @@ pub async fn decide(
         ));
     }
     let by = format!("{}/{}", caller.ns.as_str(), state.config().label);
+    if approve {
+        // A question is answered, not approved: its answer is the tool's result.
+        if let Some(rec) = state
+            .approvals()
+            .records()
+            .approval(&caller.ns, &id)
+            .await?
+        {
+            if rec.tool == crate::tools::builtin::ask_user::NAME && rec.state == "pending" {
+                return Err(Problem::invalid(format!(
+                    "{id} is a question to the person: answer it with POST /v1/runs/{}/resume \
+                     {{\"question_id\": \"{id}\", \"answer\": ...}} (or deny it here)",
+                    rec.run_id.as_deref().unwrap_or("RUN_ID")
+                )));
+            }
+        }
+    }
     if let Some(args) = &body.args {
         // Checked before the decision is recorded: a refused edit leaves it pending.
         let rec = match state
@@ -139,7 +156,7 @@ fn unknown(id: &str) -> Problem {
 }
 
 /// `409`: what happened to the approval, by whom, when and why.
-fn conflict(rec: &ApprovalRecord) -> Problem {
+pub(super) fn conflict(rec: &ApprovalRecord) -> Problem {
     let mut p = Problem::new(
         ProblemCode::FailedPrecondition,
         format!(

@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{approvals, json_response, messages, runs, sessions, ApiState};
+use super::{approvals, json_response, messages, questions, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -130,6 +130,17 @@ pub const ROUTES: &[Route] = &[
         needs_bridge: false,
         write: false,
         handler: || get(approvals::list),
+    },
+    Route {
+        method: "post",
+        path: "/v1/runs/{run_id}/resume",
+        summary: "Answer the run's open question (`question` event of the built-in ask_user \
+                  tool): the answer is the tool's result; 409 when no longer open",
+        request: Some(schema::<questions::Answer>),
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(questions::resume),
     },
     Route {
         method: "get",

@@ -164,7 +164,9 @@ async fn handle(
             ),
         ));
     };
-    let held = tool.approval().holds(&call.args);
+    // A question to the person always waits for their answer.
+    let held = tool.approval().holds(&call.args)
+        || call.tool_name == crate::tools::builtin::ask_user::NAME;
     let run_id = match (&state.records, held) {
         (None, false) => None,
         _ => active_run(state, &ns, &call.agent_id).await,

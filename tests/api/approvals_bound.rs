@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 
 use crate::helpers::{agent, run, TestApp, TOOL_PATH};
 
+const T: Duration = Duration::from_secs(10);
+
 fn marker_tool(marker: &Path, extra: &str) -> callbackd::config::CommandToolConfig {
     toml::from_str(&format!(
         r#"
@@ -58,8 +60,12 @@ async fn setup(extra: &str, tweak: impl FnOnce(&mut callbackd::config::Config)) 
 /// The bridge's tool call to `app`, on a connection of its own, in a task of its own: the
 /// result the model gets.
 fn call(app: &Arc<TestApp>, env: &str) -> tokio::task::JoinHandle<Value> {
+    call_tool(app, "deploy", &json!({"env": env}))
+}
+
+fn call_tool(app: &Arc<TestApp>, tool: &str, args: &Value) -> tokio::task::JoinHandle<Value> {
     let (addr, auth) = (app.addr, format!("Bearer {}", app.tool_token));
-    let body = json!({"toolName": "deploy", "args": {"env": env}, "toolCallId": "toolu_1", "agentId": "a1"});
+    let body = json!({"toolName": tool, "args": args, "toolCallId": "toolu_1", "agentId": "a1"});
     tokio::spawn(async move {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (mut sender, conn) =
@@ -281,4 +287,83 @@ async fn a_timeout_denies_and_never_runs_the_tool() {
     assert_eq!(late.status, 409);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!s.marker.exists());
+}
+
+#[tokio::test]
+async fn ask_user_shows_a_question_and_the_answer_through_resume_is_the_result() {
+    let s = setup("", |_| {}).await;
+    let mut stream = s.app.stream("r1", None).await;
+    assert_eq!(stream.next(T).await.unwrap().kind(), "up_to_date");
+    let task = call_tool(
+        &s.app,
+        "ask_user",
+        &json!({"question": "Deploy to prod?", "options": ["yes", "no"]}),
+    );
+    let q = stream.next(T).await.unwrap();
+    assert_eq!(q.kind(), "question");
+    let question = q.data().unwrap()["question"].clone();
+    assert_eq!(question["text"], "Deploy to prod?");
+    assert_eq!(question["options"], json!(["yes", "no"]));
+    let id = question["id"].as_str().unwrap().to_string();
+    // A reconnecting stream shows it again.
+    let mut again = s.app.stream("r1", None).await;
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        kinds.push(again.next(T).await.unwrap().kind().to_string());
+    }
+    assert!(kinds.contains(&"question".to_string()), "{kinds:?}");
+    let token = s.app.api_token.clone();
+    let read = s.app.api_read_token.clone();
+    let answer = |tok: String, run: &'static str, body: Value| {
+        let app = s.app.clone();
+        async move {
+            app.api(
+                "POST",
+                &format!("/v1/runs/{run}/resume"),
+                Some(&tok),
+                &body.to_string(),
+            )
+            .await
+        }
+    };
+    let r = answer(
+        read.clone(),
+        "r1",
+        json!({"question_id": id, "answer": "yes"}),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text());
+    let r = answer(
+        token.clone(),
+        "r1",
+        json!({"question_id": "appr_nope", "answer": "yes"}),
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = answer(
+        token.clone(),
+        "r2",
+        json!({"question_id": id, "answer": "yes"}),
+    )
+    .await;
+    assert_eq!(r.status, 404, "another run's question: {}", r.text());
+    let r = decide(&s.app, &id, json!({"decision": "approve"})).await;
+    assert_eq!(
+        r.status,
+        400,
+        "a question is answered, not approved: {}",
+        r.text()
+    );
+    let r = answer(
+        token.clone(),
+        "r1",
+        json!({"question_id": id, "answer": "yes, go"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let result = task.await.unwrap();
+    assert_eq!(result["isError"], Value::Null, "{result}");
+    assert!(text(&result).contains("yes, go"), "{result}");
+    let r = answer(token, "r1", json!({"question_id": id, "answer": "no"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
 }
