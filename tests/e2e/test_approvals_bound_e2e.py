@@ -158,3 +158,21 @@ def test_a_call_held_for_minutes_then_approved_finishes_the_turn_with_its_result
     status, all_ = s.api.call("GET", "/v1/approvals?state=all")
     assert len(all_["approvals"]) == 1, all_
     s.stop()
+
+
+def test_ask_user_answered_through_resume_reaches_the_model(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path, scenario="tool", config="",
+                 backend_env={"FB_TOOL_NAME": "ask_user",
+                              "FB_TOOL_ARGS": json.dumps({"question": "Deploy now?", "options": ["yes", "no"]})})
+    sid = s.session()
+    send(s, sid, "ask me first")
+    q = pending(s.api)
+    assert q["tool"] == "ask_user", q
+    status, body = s.api.call("POST", f"/v1/runs/{q['run_id']}/resume", {"question_id": q["id"], "answer": "yes, now"})
+    assert status == 200, body
+    evs = run_events(s.api, q["run_id"])
+    done = evs[-1]
+    assert done["type"] == "completed" and done["status"] == "finished" and "yes, now" in done["output"], evs
+    status, again = s.api.call("POST", f"/v1/runs/{q['run_id']}/resume", {"question_id": q["id"], "answer": "no"})
+    assert status == 409, again
+    s.stop()
