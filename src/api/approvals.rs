@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::problem::{Problem, ProblemCode};
 use super::{json_response, query, ApiJson, ApiState, Caller};
-use crate::api::time::rfc3339_ms;
 use crate::approvals::{ApprovalView, DecideError};
+use crate::clock::rfc3339_ms;
 use crate::store::approvals::ApprovalRecord;
 
 /// `GET /v1/approvals` answer.

@@ -1,4 +1,4 @@
-//! Human approval of tool calls (issues 15 and 25): a call whose [`policy`] holds it waits,
+//! Human approval of tool calls (issues 15 and 25): a call whose policy (`tools::approval`) holds it waits,
 //! recorded as a pending approval, until a person decides over the run API
 //! (`POST /v1/approvals/{id}`), its time runs out (`expired`: denied, never run), or the call
 //! can no longer run (`cancelled`, with the reason: its run ended, the bridge hung up or
@@ -14,8 +14,6 @@
 //! which renews a lease on it while it waits; a decision made through any daemon sharing
 //! the database reaches the holder, which reads its row every [`POLL`].
 
-pub mod policy;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::api::time::{now_ms, rfc3339_ms};
+use crate::clock::{now_ms, rfc3339_ms};
 use crate::store::approvals::{ApprovalChange, ApprovalRecord, ApprovalRecords};
 use crate::store::{Namespace, Store, StoreCall, StoreError};
 
