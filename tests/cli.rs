@@ -463,6 +463,9 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
                 decided_by: None,
                 decided_at_ms: None,
                 reason: None,
+                owner: String::new(),
+                lease_until_ms: 0,
+                approved_args: None,
             };
             store
                 .clone()

@@ -152,17 +152,33 @@ pub enum Control {
     /// A tool call of this run waits for a person: decide with `POST /v1/approvals/{id}`.
     /// Sent on every (re)connect while it is pending.
     ApprovalRequired {
-        approval: crate::approvals::ApprovalView,
+        approval: Box<crate::approvals::ApprovalView>,
     },
-    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`.
+    /// The model asks the person (built-in `ask_user`): answer with
+    /// `POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
+    /// while it is open; its end is an `approval_resolved` with its id.
+    Question { question: QuestionView },
+    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
+    /// (`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
+    /// runs with arguments a person edited.
     ApprovalResolved {
         approval_id: String,
         decision: String,
         by: Option<String>,
         reason: Option<String>,
+        edited: bool,
     },
     /// The replay has caught up; what follows is live.
     UpToDate { last_seq: u64 },
+}
+
+/// An open question of the model to the person.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct QuestionView {
+    pub id: String,
+    pub text: String,
+    pub options: Vec<String>,
+    pub expires_at: String,
 }
 
 /// The `data:` JSON of a stream event: `type`, `seq`, `run_id`, `at`, then its fields.

@@ -20,6 +20,7 @@ mod live_tokens;
 mod messages;
 pub mod openapi;
 mod problem;
+mod questions;
 mod reader;
 pub mod retention;
 mod runs;

@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{approvals, json_response, messages, runs, sessions, ApiState};
+use super::{approvals, json_response, messages, questions, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -143,13 +143,36 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "post",
+        path: "/v1/runs/{run_id}/resume",
+        summary: "Answer the run's open question (`question` event of the built-in ask_user \
+                  tool): the answer is the tool's result; 409 when no longer open",
+        request: Some(schema::<questions::Answer>),
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(questions::resume),
+    },
+    Route {
+        method: "get",
         path: "/v1/approvals/{approval_id}",
-        summary: "Decide a pending approval: approve (the tool runs) or deny; 409 when decided",
+        summary: "One approval in any state: what the model asked (`args`), what ran \
+                  (`approved_args`), who decided, when and why",
+        request: None,
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(approvals::get_one).post(approvals::decide),
+    },
+    Route {
+        method: "post",
+        path: "/v1/approvals/{approval_id}",
+        summary: "Decide a pending approval: approve (the tool runs, with edited `args` if \
+                  given) or deny; 409 when no longer pending",
         request: Some(schema::<approvals::Decision>),
         answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
         needs_bridge: false,
         write: true,
-        handler: || post(approvals::decide),
+        handler: || get(approvals::get_one).post(approvals::decide),
     },
     Route {
         method: "post",

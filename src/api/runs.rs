@@ -302,6 +302,16 @@ pub async fn cancel(
         .get("agentId")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    // Its held calls first: a cancelled run's tool call never runs, whatever a person
+    // decides next (the record says so before the bridge hears of the cancellation).
+    state
+        .approvals()
+        .cancel_run(
+            &caller.ns,
+            &id,
+            &format!("its run {id} was cancelled (POST /v1/runs/{id}/cancel)"),
+        )
+        .await;
     bridge
         .cancel_run(&id, agent)
         .await

@@ -174,12 +174,8 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     // Approvals are state, not events: the pending ones of the run on every (re)connect.
     let mut approvals = state.approvals().subscribe();
     for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
-        out.frame(control_frame(
-            &Control::ApprovalRequired { approval },
-            run_id,
-            pos,
-        ))
-        .await?;
+        out.frame(control_frame(&required_control(approval), run_id, pos))
+            .await?;
     }
     // The last seq a notification named since the last store read (`None`: read anyway).
     let mut known: Option<u64> = None;
@@ -292,7 +288,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
-                            out.frame(control_frame(&Control::ApprovalRequired { approval }, run_id, pos))
+                            out.frame(control_frame(&required_control(approval), run_id, pos))
                                 .await?;
                         }
                     }
@@ -325,22 +321,54 @@ async fn doc_terminal(reader: &Reader<'_>, run_id: &str) -> bool {
         .is_some_and(|d| is_terminal(&d))
 }
 
+/// A held call as the stream shows it: an `ask_user` call is a `question`, any other an
+/// `approval_required`.
+fn required_control(approval: crate::approvals::ApprovalView) -> Control {
+    if approval.tool == crate::tools::builtin::ask_user::NAME {
+        return Control::Question {
+            question: super::events::QuestionView {
+                text: approval
+                    .args
+                    .get("question")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                options: approval
+                    .args
+                    .get("options")
+                    .and_then(serde_json::Value::as_array)
+                    .map(|o| {
+                        o.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                id: approval.id,
+                expires_at: approval.expires_at,
+            },
+        };
+    }
+    Control::ApprovalRequired {
+        approval: Box::new(approval),
+    }
+}
+
 fn approval_control(event: crate::approvals::ApprovalEvent) -> Control {
     match event {
-        crate::approvals::ApprovalEvent::Required { approval, .. } => {
-            Control::ApprovalRequired { approval }
-        }
+        crate::approvals::ApprovalEvent::Required { approval, .. } => required_control(*approval),
         crate::approvals::ApprovalEvent::Resolved {
             approval_id,
             decision,
             by,
             reason,
+            edited,
             ..
         } => Control::ApprovalResolved {
             approval_id,
             decision,
             by,
             reason,
+            edited,
         },
     }
 }

@@ -43,6 +43,7 @@ static ASSETS: &[Asset] = &[
     asset!("follow.js", JS),
     asset!("run.js", JS),
     asset!("dom.js", JS),
+    asset!("approvals.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod approvals;
+mod approvals_bound;
 mod backup;
 mod client;
 mod connect_errors;

@@ -21,10 +21,13 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_approvals",
         include_str!("../../../migrations/postgres/0003_approvals.sql"),
     ),
-    // 0004 and 0005 are other branches' (merged in number order).
     (
-        "0006_run_inputs",
-        include_str!("../../../migrations/postgres/0006_run_inputs.sql"),
+        "0004_approval_leases",
+        include_str!("../../../migrations/postgres/0004_approval_leases.sql"),
+    ),
+    (
+        "0005_run_inputs",
+        include_str!("../../../migrations/postgres/0005_run_inputs.sql"),
     ),
 ];
 
