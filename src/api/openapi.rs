@@ -276,6 +276,9 @@ pub fn document() -> Value {
             );
         }
         responses.insert("404".into(), problem_response(&problem, "not_found"));
+        if let Some(why) = conflict(r) {
+            responses.insert("409".into(), problem_response(&problem, why));
+        }
         if r.needs_bridge {
             responses.insert(
                 "501".into(),
@@ -306,6 +309,22 @@ pub fn document() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     })
+}
+
+/// What a `409 failed_precondition` of route `r` means, if it can answer one.
+fn conflict(r: &Route) -> Option<&'static str> {
+    match (r.method, r.path) {
+        ("post", "/v1/runs/{run_id}/cancel") => {
+            Some("failed_precondition: the run has already ended")
+        }
+        ("post", "/v1/sessions/{session_id}/messages") => {
+            Some("failed_precondition: the session has an active run")
+        }
+        ("post", "/v1/approvals/{approval_id}") => {
+            Some("failed_precondition: the approval was already decided or expired")
+        }
+        _ => None,
+    }
 }
 
 fn problem_response(problem: &Value, what: &str) -> Value {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::bridge::bridge_problem;
+use super::events::Durable;
 use super::feed::{FeedError, RunCtx};
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
@@ -77,20 +78,76 @@ fn view(r: &ToolCallRecord, run_doc: &Value) -> ToolCallView {
 }
 
 /// A run's summary. The bridge stores the terminal event 10-60 ms before it updates the run
-/// document: in that window the summary answers what the stream already said.
+/// document: in that window the summary answers what the stream already said. With `exact`
+/// (`GET /v1/runs/{run_id}`), `output`, `usage` and `error` are those of the stream's own
+/// terminal event (`completed` or `error`), made by the same mapper from the same stored
+/// events, so the state and the stream agree whatever the document holds (cursor-sdk 1.1.0
+/// sets `result` late, and stores only an error code in `error`). Without it (lists), the
+/// status and error come from the last stored event and the rest from the document.
 pub async fn summary(
     state: &ApiState,
     ns: &Namespace,
     doc: &Value,
     pos: crate::store::records::RunPositions,
+    exact: bool,
 ) -> Result<RunSummary, Problem> {
     let mut run = RunSummary::from_doc(doc, pos.last_seq);
-    if !is_terminal(doc) {
-        if let Some(status) = stored_end(state, ns, &run.run_id, pos).await? {
-            run.status = status;
+    let Some(last) = last_event(state, ns, &run.run_id, pos).await? else {
+        return Ok(run);
+    };
+    let Some(status) = terminal_status(&last) else {
+        return Ok(run);
+    };
+    run.status = status;
+    let end = if exact {
+        let ctx = RunCtx {
+            state,
+            ns,
+            run_id: &run.run_id,
+            run_doc: doc,
+        };
+        match ctx.mapper_at(last.seq - 1).await {
+            Ok(mut own) if own.at == last.seq - 1 => own.mapper.map(&last),
+            // A hole before the end: what the stream would say is a stream_gap.
+            _ => return Ok(run),
         }
+    } else {
+        // The terminal event alone: its problem, or nothing new.
+        super::events::RunMapper::new(doc, Vec::new()).map(&last)
+    };
+    match end {
+        Durable::Completed { usage, output, .. } => {
+            run.error = None;
+            if exact {
+                run.output = output;
+                run.usage = usage;
+            }
+        }
+        Durable::Error { problem, usage, .. } => {
+            run.error = Some(problem);
+            run.output = None;
+            if exact {
+                run.usage = usage;
+            }
+        }
+        _ => {}
     }
     Ok(run)
+}
+
+/// The run's last stored event, unless it was removed by retention.
+async fn last_event(
+    state: &ApiState,
+    ns: &Namespace,
+    id: &str,
+    pos: crate::store::records::RunPositions,
+) -> Result<Option<super::events::StoredEvent>, Problem> {
+    if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
+        return Ok(None);
+    }
+    let reader = state.reader(ns);
+    let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
+    Ok(last.into_iter().next().filter(|ev| ev.seq == pos.last_seq))
 }
 
 /// The status of the run's last stored event when that is its terminal one (`finished`,
@@ -101,12 +158,10 @@ pub async fn stored_end(
     id: &str,
     pos: crate::store::records::RunPositions,
 ) -> Result<Option<String>, Problem> {
-    if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
-        return Ok(None);
-    }
-    let reader = state.reader(ns);
-    let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
-    Ok(last.first().and_then(terminal_status))
+    Ok(last_event(state, ns, id, pos)
+        .await?
+        .as_ref()
+        .and_then(terminal_status))
 }
 
 /// The run status a stored terminal `status` event stands for.
@@ -142,7 +197,7 @@ pub async fn get_one(
     let doc = run_doc(&state, &caller.ns, &id).await?;
     let pos = state.records().run_positions(&caller.ns, &id).await?;
     let calls = state.records().tool_calls_of_run(&caller.ns, &id).await?;
-    let run = summary(&state, &caller.ns, &doc, pos).await?;
+    let run = summary(&state, &caller.ns, &doc, pos, true).await?;
     Ok(json_response(
         StatusCode::OK,
         &RunState {
@@ -239,10 +294,7 @@ pub async fn open(
     id: String,
     doc: Value,
     after: u64,
-    tokens: Option<(
-        tokio::sync::mpsc::Receiver<String>,
-        super::live_tokens::Relay,
-    )>,
+    tokens: Option<super::live_tokens::Relay>,
     conn: Option<ConnSlot>,
 ) -> Result<Response, Problem> {
     let ns = caller.ns.clone();

@@ -195,7 +195,7 @@ pub async fn runs(
     for doc in &page.items {
         let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
         let pos = state.records().run_positions(&caller.ns, run_id).await?;
-        runs.push(super::runs::summary(&state, &caller.ns, doc, pos).await?);
+        runs.push(super::runs::summary(&state, &caller.ns, doc, pos, false).await?);
     }
     Ok(json_response(
         StatusCode::OK,
