@@ -14,6 +14,7 @@ mod approvals;
 pub mod bridge;
 mod caller;
 pub mod config;
+mod cors;
 mod events;
 mod feed;
 mod hub;
@@ -26,6 +27,7 @@ pub mod retention;
 mod runs;
 mod sessions;
 mod stream;
+mod stream_token;
 pub mod time;
 
 pub use caller::{ApiTokens, Caller, Role};
@@ -248,6 +250,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/openapi.json", get(openapi::serve))
         .route("/v1/{*rest}", get(unknown).post(unknown))
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::cors,
+        ))
         .with_state(state)
 }
 

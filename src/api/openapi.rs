@@ -143,6 +143,17 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "post",
+        path: "/v1/runs/{run_id}/stream-token",
+        summary: "A short-lived, read-only token for this run's stream only, for a browser's \
+                  EventSource: GET /v1/runs/{run_id}/stream?access_token=<token>",
+        request: None,
+        answer: Answer::Json(200, schema::<runs::StreamToken>),
+        needs_bridge: false,
+        write: false,
+        handler: || post(runs::stream_token),
+    },
+    Route {
+        method: "post",
         path: "/v1/runs/{run_id}/cancel",
         summary: "Cancel a run (CancelRun on the bridge)",
         request: None,

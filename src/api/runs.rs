@@ -359,3 +359,31 @@ pub async fn cancel(
     )
         .into_response())
 }
+
+/// `POST /v1/runs/{run_id}/stream-token`: a short-lived, read-only credential for this run's
+/// stream, for a browser's `EventSource` (which cannot send headers).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct StreamToken {
+    /// Send it as `GET /v1/runs/{run_id}/stream?access_token=<token>`; nothing else takes it.
+    pub token: String,
+    /// When it stops opening streams (RFC 3339 UTC); a stream already open is not cut.
+    pub expires_at: String,
+}
+
+pub async fn stream_token(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    run_doc(&state, &caller.ns, &id).await?;
+    let ttl = i64::try_from(state.config().stream_token_ttl_ms).unwrap_or(i64::MAX / 2);
+    let expires = super::time::now_ms().saturating_add(ttl);
+    let token = super::stream_token::issue(caller.grant_digest(), &caller.ns, &id, expires);
+    Ok(json_response(
+        StatusCode::OK,
+        &StreamToken {
+            token,
+            expires_at: rfc3339_ms(expires),
+        },
+    ))
+}

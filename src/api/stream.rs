@@ -70,6 +70,7 @@ pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
         let mut out = Out {
             tx,
             slow: Duration::from_millis(state.config().slow_reader_ms),
+            retry: Some(state.config().retry_ms),
         };
         let run_id = plan.run_id.clone();
         let caller = plan.caller.clone();
@@ -128,6 +129,10 @@ struct Stop;
 struct Out {
     tx: mpsc::Sender<Bytes>,
     slow: Duration,
+    /// `api.retry_ms`, until the first write: every stream starts with an SSE `retry:`
+    /// field (in its first block), so a browser's `EventSource` waits that long before it
+    /// reconnects, not its own default.
+    retry: Option<u64>,
 }
 
 impl Out {
@@ -136,6 +141,14 @@ impl Out {
     }
 
     async fn bytes(&mut self, frame: Bytes) -> Result<(), Stop> {
+        let frame = match self.retry.take() {
+            Some(ms) if !frame.starts_with(b"retry:") => {
+                let mut first = bytes::BytesMut::from(format!("retry: {ms}\n").as_bytes());
+                first.extend_from_slice(&frame);
+                first.freeze()
+            }
+            _ => frame,
+        };
         match self.tx.send_timeout(frame, self.slow).await {
             Ok(()) => Ok(()),
             Err(_) => Err(Stop),

@@ -14,6 +14,7 @@ mod metrics;
 mod namespaces;
 mod postgres;
 mod run_api;
+mod run_api_browser;
 mod run_api_exact;
 mod sse;
 mod store_agents;
