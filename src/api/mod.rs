@@ -25,6 +25,7 @@ mod problem;
 mod reader;
 pub mod retention;
 mod runs;
+mod schema;
 mod sessions;
 mod stream;
 mod stream_token;

@@ -46,7 +46,7 @@ pub struct RunState {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct EventPage {
     /// Each exactly the `data:` the stream sends for it.
-    #[schemars(with = "Vec<Value>")]
+    #[schemars(with = "Vec<super::schema::StreamEventRef>")]
     pub events: Vec<Box<serde_json::value::RawValue>>,
     pub next_after: Option<u64>,
 }

@@ -27,6 +27,8 @@ pub struct ApprovalView {
     pub id: String,
     pub tool: String,
     pub tool_call_id: Option<String>,
+    /// The call's arguments, as the model gave them.
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub args: Value,
     pub expires_at: String,
     pub created_at: String,

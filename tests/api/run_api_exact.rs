@@ -177,3 +177,59 @@ async fn wrong_methods_and_missing_bodies_get_their_own_codes() {
         doc["paths"]["/v1/sessions/{session_id}/messages"]["post"]["responses"]["409"].is_object()
     );
 }
+
+/// Schema positions (property values, array items) that say nothing: `{}` or `true`.
+fn empty_schemas(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, child) in o {
+                let here = format!("{at}/{k}");
+                if k == "properties" {
+                    for (name, s) in child.as_object().into_iter().flatten() {
+                        if s == &json!({}) || s == &json!(true) {
+                            out.push(format!("{here}/{name}"));
+                        }
+                    }
+                }
+                if k == "items" && (child == &json!({}) || child == &json!(true)) {
+                    out.push(here.clone());
+                }
+                empty_schemas(child, &here, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, child) in a.iter().enumerate() {
+                empty_schemas(child, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_worth_generating_a_client_from() {
+    let app = TestApp::spawn().await;
+    let doc = app.api("GET", "/v1/openapi.json", None, "").await.json();
+    let mut ids = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str();
+            assert!(id.is_some(), "{method} {path} has no operationId");
+            assert!(ids.insert(id.unwrap()), "operationId {id:?} twice");
+        }
+    }
+    assert!(doc["paths"]["/v1/openapi.json"]["get"].is_object());
+    assert!(doc["paths"]["/v1/runs/{run_id}/stream-token"]["post"].is_object());
+    let mut empty = Vec::new();
+    empty_schemas(&doc, "", &mut empty);
+    assert!(empty.is_empty(), "fields without a schema: {empty:?}");
+    // The stream's answer names its event union.
+    let media = &doc["paths"]["/v1/runs/{run_id}/stream"]["get"]["responses"]["200"]["content"]
+        ["text/event-stream"];
+    assert_eq!(
+        media["x-sse-event"]["$ref"],
+        "#/components/schemas/StreamEvent"
+    );
+    let codes = doc["components"]["schemas"]["ProblemCode"].to_string();
+    assert!(codes.contains("method_not_allowed"), "{codes}");
+}
