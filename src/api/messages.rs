@@ -29,7 +29,8 @@ use crate::connect::client::{ClientError, MessageStream};
 /// `POST .../messages` body.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct NewMessage {
-    /// The user's message.
+    /// The user's message (not blank).
+    #[schemars(with = "String", regex(pattern = r"\S"))]
     pub text: Option<String>,
 }
 

@@ -257,11 +257,11 @@ pub fn document() -> Value {
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .chain(
                 (r.path.ends_with("/stream") || r.path.ends_with("/events"))
-                    .then(|| json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0},
+                    .then(|| json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
                         "description": "send the durable events with a larger seq"})),
             )
             .chain((r.path.ends_with("/stream") && r.method == "get").then(|| {
-                json!({"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer", "minimum": 0},
+                json!({"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
                     "description": "what an EventSource sends on reconnect; the larger of it and `after` wins"})
             }))
             .chain((r.method == "get" && (r.path == "/v1/sessions" || r.path.ends_with("/runs"))).then(|| {

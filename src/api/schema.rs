@@ -42,6 +42,15 @@ pub enum RunStatus {
     Expired,
 }
 
+/// A decision on an approval.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum Verdict {
+    Approve,
+    Deny,
+}
+
 /// A scalar field of a `task` message, as the bridge sent it.
 #[derive(JsonSchema)]
 #[serde(untagged)]
