@@ -203,7 +203,7 @@ impl ApiTokens {
             keys
         };
         let (claims, digest) =
-            super::stream_token::verify(token, &run_id, super::time::now_ms(), keys)?;
+            super::stream_token::verify(token, &run_id, crate::clock::now_ms(), keys)?;
         let ns = Namespace::new(&claims.ns);
         let set = if self.write.still_grants(&digest, &ns) {
             self.write.clone()

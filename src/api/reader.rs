@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::events::{run_problem, StoredEvent};
 use super::problem::Problem;
-use super::time::rfc3339_ms;
+use crate::clock::rfc3339_ms;
 use crate::store::{
     AgentCursor, AgentFilter, Namespace, Page, RunCursor, RunFilter, Store, StoreCall,
 };

@@ -13,8 +13,8 @@ use super::feed::{FeedError, RunCtx};
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
 use super::stream::{self, StreamPlan};
-use super::time::rfc3339_ms;
 use super::{json_response, limit, position, query, ApiState, Caller};
+use crate::clock::rfc3339_ms;
 use crate::server::ConnSlot;
 use crate::store::records::{ToolCallRecord, ToolOutcome};
 use crate::store::Namespace;
@@ -377,7 +377,7 @@ pub async fn stream_token(
 ) -> Result<Response, Problem> {
     run_doc(&state, &caller.ns, &id).await?;
     let ttl = i64::try_from(state.config().stream_token_ttl_ms).unwrap_or(i64::MAX / 2);
-    let expires = super::time::now_ms().saturating_add(ttl);
+    let expires = crate::clock::now_ms().saturating_add(ttl);
     let token = super::stream_token::issue(caller.grant_digest(), &caller.ns, &id, expires);
     Ok(json_response(
         StatusCode::OK,

@@ -16,8 +16,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::problem::{Problem, ProblemCode};
-use super::time::rfc3339_ms;
 use crate::auth::TokenDigest;
+use crate::clock::rfc3339_ms;
 use crate::store::Namespace;
 
 const PREFIX: &str = "cbst1.";
