@@ -25,6 +25,7 @@ pub struct ApprovalList {
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     /// `approve` or `deny`.
+    #[schemars(with = "super::schema::Verdict")]
     pub decision: String,
     /// Why; the model is told it with a denial.
     pub reason: Option<String>,

@@ -26,6 +26,7 @@ pub struct StoredEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Durable {
     RunStarted {
+        #[schemars(with = "super::schema::AgentRef")]
         agent: Value,
         session_id: String,
         release_id: Option<String>,
@@ -74,15 +75,21 @@ pub enum Durable {
         reason: String,
     },
     Task {
+        #[schemars(with = "Option<super::schema::Scalar>")]
         task_id: Value,
+        #[schemars(with = "Option<String>")]
         title: Value,
+        #[schemars(with = "Option<super::schema::Scalar>")]
         status: Value,
+        #[schemars(with = "Option<super::schema::Scalar>")]
         progress: Value,
     },
     Usage {
+        #[schemars(with = "Option<super::schema::Usage>")]
         usage: Value,
     },
     Completed {
+        #[schemars(with = "Option<super::schema::Usage>")]
         usage: Value,
         status: String,
         output: Option<String>,
@@ -90,9 +97,11 @@ pub enum Durable {
     Error {
         status: &'static str,
         problem: Problem,
+        #[schemars(with = "Option<super::schema::Usage>")]
         usage: Value,
     },
     SdkMessage {
+        #[schemars(with = "super::schema::Object")]
         message: Value,
     },
 }

@@ -13,6 +13,7 @@
 mod approvals;
 mod bridge;
 mod caller;
+mod cors;
 mod events;
 mod feed;
 mod hub;
@@ -24,8 +25,10 @@ mod questions;
 mod reader;
 pub mod retention;
 mod runs;
+mod schema;
 mod sessions;
 mod stream;
+mod stream_token;
 mod tool_calls;
 
 pub use caller::{ApiTokens, Caller, Role};
@@ -248,6 +251,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/openapi.json", get(openapi::serve))
         .route("/v1/{*rest}", get(unknown).post(unknown))
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::cors,
+        ))
         .with_state(state)
 }
 
@@ -309,14 +316,14 @@ fn percent_decode(s: &str) -> Result<String, Problem> {
     String::from_utf8(out).map_err(|_| bad())
 }
 
-async fn wrong_method(method: http::Method, uri: http::Uri) -> Response {
-    let mut p = Problem::invalid(format!(
-        "{method} is not supported for {}; GET /v1/openapi.json lists each endpoint's methods",
-        uri.path()
-    ));
-    p.status = StatusCode::METHOD_NOT_ALLOWED.as_u16();
-    p.title = "Method Not Allowed".into();
-    p.into_response()
+async fn wrong_method(method: http::Method, uri: http::Uri) -> Problem {
+    Problem::new(
+        ProblemCode::MethodNotAllowed,
+        format!(
+            "{method} is not supported for {}; GET /v1/openapi.json lists each endpoint's methods",
+            uri.path()
+        ),
+    )
 }
 
 async fn unknown(uri: http::Uri) -> Problem {
@@ -352,12 +359,13 @@ impl<T: DeserializeOwned> FromRequest<ApiState> for ApiJson<T> {
                     Problem::invalid(format!("cannot read the request body: {e}"))
                 }
             })?;
-        let text = if bytes.iter().all(u8::is_ascii_whitespace) {
-            &b"{}"[..]
-        } else {
-            &bytes[..]
-        };
-        serde_json::from_slice(text).map(ApiJson).map_err(|e| {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            // Judged before anything else the request needs (the bridge): bad input is 400.
+            return Err(Problem::invalid(
+                "the request body is empty: send a JSON object (`{}` for every default)",
+            ));
+        }
+        serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
             Problem::invalid(format!(
                 "the request body is not the JSON this endpoint takes: {e}"
             ))

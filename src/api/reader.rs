@@ -30,12 +30,14 @@ pub struct RunSummary {
     pub run_id: String,
     pub session_id: String,
     pub turn_number: Option<u64>,
+    #[schemars(with = "super::schema::RunStatus")]
     pub status: String,
     pub model: Option<String>,
     pub created_at: Option<String>,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub last_seq: u64,
+    #[schemars(with = "Option<super::schema::Usage>")]
     pub usage: Value,
     pub output: Option<String>,
     pub error: Option<Problem>,

@@ -217,7 +217,7 @@ pub async fn runs(
     for doc in &page.items {
         let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
         let pos = state.records().run_positions(&caller.ns, run_id).await?;
-        let mut run = super::runs::summary(&state, &caller.ns, doc, pos).await?;
+        let mut run = super::runs::summary(&state, &caller.ns, doc, pos, false).await?;
         // A list shows the start of each input; the run's own state has it whole.
         run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
         runs.push(run);

@@ -42,6 +42,8 @@ pub struct ApprovalView {
     pub id: String,
     pub tool: String,
     pub tool_call_id: Option<String>,
+    /// The call's arguments, as the model gave them.
+    #[schemars(with = "serde_json::Map<String, Value>")]
     pub args: Value,
     /// The arguments a person edited before approving (what the tool ran with).
     pub approved_args: Option<Value>,

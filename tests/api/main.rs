@@ -15,6 +15,8 @@ mod metrics;
 mod namespaces;
 mod postgres;
 mod run_api;
+mod run_api_browser;
+mod run_api_exact;
 mod see;
 mod sse;
 mod store_agents;

@@ -522,7 +522,14 @@ async fn bad_requests_get_problems_and_change_nothing() {
             413,
             "payload_too_large",
         ),
-        ("DELETE", "/v1/sessions".into(), "", 405, "invalid_argument"),
+        (
+            "DELETE",
+            "/v1/sessions".into(),
+            "",
+            405,
+            "method_not_allowed",
+        ),
+        ("POST", "/v1/sessions".into(), "", 400, "invalid_argument"),
     ];
     for (method, path, body, status, code) in cases {
         let r = app.api(method, &path, Some(&token), body).await;

@@ -7,6 +7,12 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
 
 
+class AgentRef(TypedDict):
+    """The agent of a `run_started` event."""
+    id: str
+    model: NotRequired[Optional[str]]
+
+
 class ApprovalList(TypedDict):
     """`GET /v1/approvals` answer."""
     approvals: list[ApprovalView]
@@ -14,7 +20,7 @@ class ApprovalList(TypedDict):
 
 class ApprovalView(TypedDict):
     """An approval as the API and the stream show it."""
-    args: Any
+    args: dict[str, Any]
     created_at: str
     decided_at: NotRequired[Optional[str]]
     decided_by: NotRequired[Optional[str]]
@@ -36,19 +42,19 @@ class Created(TypedDict):
 
 class Decision(TypedDict):
     """`POST /v1/approvals/{id}` body."""
-    decision: str
+    decision: Verdict
     reason: NotRequired[Optional[str]]
 
 
 class EventPage(TypedDict):
     """A page of events."""
-    events: list[Any]
+    events: list[StreamEvent]
     next_after: NotRequired[Optional[int]]
 
 
 class NewMessage(TypedDict):
     """`POST .../messages` body."""
-    text: NotRequired[Optional[str]]
+    text: str
 
 
 class NewSession(TypedDict):
@@ -85,10 +91,10 @@ class RunState(TypedDict):
     run_id: str
     session_id: str
     started_at: NotRequired[Optional[str]]
-    status: str
+    status: RunStatus
     tool_calls: list[ToolCallView]
     turn_number: NotRequired[Optional[int]]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class RunSummary(TypedDict):
@@ -102,9 +108,9 @@ class RunSummary(TypedDict):
     run_id: str
     session_id: str
     started_at: NotRequired[Optional[str]]
-    status: str
+    status: RunStatus
     turn_number: NotRequired[Optional[int]]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class Session(TypedDict):
@@ -126,7 +132,7 @@ class SessionPage(TypedDict):
 
 
 class RunStartedEvent(TypedDict):
-    agent: Any
+    agent: AgentRef
     at: str
     release_id: NotRequired[Optional[str]]
     run_id: str
@@ -189,12 +195,12 @@ class ToolOutcomeUnknownEvent(TypedDict):
 
 class TaskEvent(TypedDict):
     at: str
-    progress: Any
+    progress: NotRequired[Optional[Scalar]]
     run_id: str
     seq: int
-    status: Any
-    task_id: Any
-    title: Any
+    status: NotRequired[Optional[Scalar]]
+    task_id: NotRequired[Optional[Scalar]]
+    title: NotRequired[Optional[str]]
     type: Literal["task"]
 
 
@@ -203,7 +209,7 @@ class UsageEvent(TypedDict):
     run_id: str
     seq: int
     type: Literal["usage"]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class CompletedEvent(TypedDict):
@@ -213,7 +219,7 @@ class CompletedEvent(TypedDict):
     seq: int
     status: str
     type: Literal["completed"]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class ErrorEvent(TypedDict):
@@ -223,12 +229,12 @@ class ErrorEvent(TypedDict):
     seq: int
     status: str
     type: Literal["error"]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class SdkMessageEvent(TypedDict):
     at: str
-    message: Any
+    message: dict[str, Any]
     run_id: str
     seq: int
     type: Literal["sdk_message"]
@@ -296,6 +302,13 @@ class UpToDateEvent(TypedDict):
     type: Literal["up_to_date"]
 
 
+class StreamToken(TypedDict):
+    """`POST /v1/runs/{run_id}/stream-token`: a short-lived, read-only credential for this run's
+stream, for a browser's `EventSource` (which cannot send headers)."""
+    expires_at: str
+    token: str
+
+
 class ToolCallView(TypedDict):
     """A tool call in a run's state."""
     cut_off: bool
@@ -307,7 +320,22 @@ class ToolCallView(TypedDict):
     tool_call_id: NotRequired[Optional[str]]
 
 
-ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
+class Usage(TypedDict):
+    """Token counts of a run (the bridge's `usage`; more counts may appear)."""
+    cacheReadTokens: NotRequired[Optional[int]]
+    cacheWriteTokens: NotRequired[Optional[int]]
+    inputTokens: NotRequired[Optional[int]]
+    outputTokens: NotRequired[Optional[int]]
+    totalTokens: NotRequired[Optional[int]]
+
+
+ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["method_not_allowed"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
+
+
+RunStatus = Literal["queued", "running", "finished", "error", "cancelled", "expired"]
+
+
+Scalar = Union[str, float, bool]
 
 
 StreamEvent = Union[
@@ -329,3 +357,6 @@ StreamEvent = Union[
     ApprovalResolvedEvent,
     UpToDateEvent,
 ]
+
+
+Verdict = Literal["approve", "deny"]
