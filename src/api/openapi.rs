@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{approvals, json_response, messages, runs, sessions, ApiState};
+use super::{approvals, fork, json_response, messages, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -151,6 +151,28 @@ pub const ROUTES: &[Route] = &[
         write: true,
         handler: || post(runs::cancel),
     },
+    Route {
+        method: "post",
+        path: "/v1/sessions/{session_id}/fork",
+        summary: "Fork a session after or before one of its finished runs: a new session with \
+                  its own copy of that conversation; 409 for a run not ended or blobs missing",
+        request: Some(schema::<fork::NewFork>),
+        answer: Answer::Json(201, schema::<fork::Forked>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(fork::fork),
+    },
+    Route {
+        method: "post",
+        path: "/v1/runs/{run_id}/retry",
+        summary: "Fork before a finished run and send its input again (or `text`); streams the \
+                  new run, whose session is in the `callbackd-session-id` header",
+        request: Some(schema::<fork::Retry>),
+        answer: Answer::Stream,
+        needs_bridge: true,
+        write: true,
+        handler: || post(fork::retry),
+    },
 ];
 
 /// The paths the router registers (a path with two methods is listed twice in [`ROUTES`]).
@@ -276,6 +298,20 @@ pub fn document() -> Value {
             );
         }
         responses.insert("404".into(), problem_response(&problem, "not_found"));
+        if r.path.ends_with("/fork") || r.path.ends_with("/retry") {
+            responses.insert(
+                "409".into(),
+                problem_response(
+                    &problem,
+                    "failed_precondition: the run has not ended, or a checkpoint blob is missing \
+                     or corrupted (named)",
+                ),
+            );
+            responses.insert(
+                "429".into(),
+                problem_response(&problem, "resource_exhausted: a namespace quota"),
+            );
+        }
         if r.needs_bridge {
             responses.insert(
                 "501".into(),

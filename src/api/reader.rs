@@ -22,6 +22,9 @@ pub struct Session {
     pub active_run_id: Option<String>,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
+    /// Where the session was forked from (`POST /v1/sessions/{id}/fork`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<super::fork::ForkedFrom>,
 }
 
 /// A run, as the API shows it.
@@ -66,6 +69,7 @@ impl Session {
             active_run_id: str_of(doc, "activeRunId"),
             created_at: time_of(doc, "createdAt"),
             updated_at: time_of(doc, "updatedAt"),
+            forked_from: None,
         }
     }
 }

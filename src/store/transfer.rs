@@ -21,10 +21,11 @@ pub enum Table {
     EventMeta,
     RunExpiry,
     Approvals,
+    SessionForks,
 }
 
 impl Table {
-    pub const ALL: [Table; 9] = [
+    pub const ALL: [Table; 10] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
@@ -34,6 +35,7 @@ impl Table {
         Table::EventMeta,
         Table::RunExpiry,
         Table::Approvals,
+        Table::SessionForks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +49,7 @@ impl Table {
             Table::EventMeta => "event_meta",
             Table::RunExpiry => "run_expiry",
             Table::Approvals => "approvals",
+            Table::SessionForks => "session_forks",
         }
     }
 }
@@ -132,6 +135,17 @@ pub enum Row {
         decided_at: Option<i64>,
         reason: Option<String>,
     },
+    Fork {
+        ns: String,
+        agent_id: String,
+        source_agent_id: String,
+        source_run_id: String,
+        at: String,
+        model: String,
+        /// The tool names, JSON text.
+        tools: String,
+        created_at: i64,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -173,6 +187,7 @@ impl Row {
             } => Key::Event(ns.clone(), run_id.clone(), *seq),
             Row::RunExpiry { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Approval { id, .. } => Key::Text(vec![id.clone()]),
+            Row::Fork { ns, agent_id, .. } => Key::Text(vec![ns.clone(), agent_id.clone()]),
         }
     }
 }

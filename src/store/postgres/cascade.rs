@@ -34,6 +34,7 @@ pub async fn delete_agents(db: &Db<'_>, ns: &str, ids: &[String]) -> Result<(), 
         "memory_notes",
         "tool_calls",
         "approvals",
+        "session_forks",
         "agents",
     ] {
         db.execute(

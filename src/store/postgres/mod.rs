@@ -15,6 +15,7 @@ mod checkpoints;
 mod db;
 pub mod dump;
 mod error;
+mod forks;
 mod keyset;
 mod listen;
 mod memory;
@@ -421,6 +422,10 @@ impl Store for PgStore {
     }
 
     fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
+        self
+    }
+
+    fn fork_records(self: Arc<Self>) -> Arc<dyn crate::store::forks::ForkRecords> {
         self
     }
 }

@@ -27,6 +27,7 @@ pub fn delete_agents(conn: &Connection, ns: &str, ids: &str) -> Result<(), Store
         "memory_notes",
         "tool_calls",
         "approvals",
+        "session_forks",
         "agents",
     ] {
         conn.prepare_cached(&format!(

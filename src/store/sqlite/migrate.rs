@@ -18,6 +18,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_approvals",
         include_str!("../../../migrations/0003_approvals.sql"),
     ),
+    (
+        "0007_forks",
+        include_str!("../../../migrations/0007_forks.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

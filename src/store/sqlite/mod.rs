@@ -14,6 +14,7 @@ mod checkpoints;
 pub mod copy;
 pub mod dump;
 pub mod files;
+mod forks;
 mod memory;
 pub mod migrate;
 mod records;
@@ -347,6 +348,10 @@ impl Store for SqliteStore {
     }
 
     fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
+        self
+    }
+
+    fn fork_records(self: Arc<Self>) -> Arc<dyn crate::store::forks::ForkRecords> {
         self
     }
 }
