@@ -1,10 +1,11 @@
-"""Issue 22, end to end: fork a session of the real bridge after its first of three turns; a
+"""Issue 22, end to end (SQLite and PostgreSQL): fork a session of the real bridge after its first of three turns; a
 message on the fork finishes, and what the bridge sends the fake backend for it carries turn 1
 and nothing of turns 2 and 3; deleting the source leaves the fork working.
 """
 from __future__ import annotations
 
 import json
+import secrets
 
 from test_run_api_e2e import ApiStack, read_all, types
 
@@ -39,6 +40,28 @@ def requests_text(s, start: int) -> str:
 
 def test_a_fork_after_turn_one_carries_turn_one_only_and_outlives_its_source(setup_env, tmp_path):
     s = ApiStack(setup_env, tmp_path, scenario="text")
+    sid, fid = fork_after_turn_one(s)
+
+    # Deleting the source (every row of it) leaves the fork working.
+    import sqlite3
+    with sqlite3.connect(s.db) as db:
+        for table in ("checkpoints", "runs", "agents"):
+            db.execute(f"DELETE FROM {table} WHERE agent_id = ?", (sid,))
+    mark = len(s.backend.records())
+    assert send(s, fid, "sixth question on the fork")["status"] == "finished"
+    assert len(turns_sent(s, mark)[0]) == 2
+
+
+def test_a_fork_on_postgres(setup_env, tmp_path):
+    from test_postgres_e2e import pg_url
+    url, schema = pg_url(), "e2e_fork_" + secrets.token_hex(6)
+    config = f'[store]\nbackend = "postgres"\nurl = "{url}"\nschema = "{schema}"\n'
+    s = ApiStack(setup_env, tmp_path, scenario="text", config=config)
+    fork_after_turn_one(s)
+
+
+def fork_after_turn_one(s) -> tuple[str, str]:
+    """Three turns, a fork after turn 1, a message on the fork and one on the source."""
     sid = s.session()
     runs, marks = [], []
     for p in PROMPTS:
@@ -71,11 +94,17 @@ def test_a_fork_after_turn_one_carries_turn_one_only_and_outlives_its_source(set
     status, runs_of_source = s.api.call("GET", f"/v1/sessions/{sid}/runs")
     assert [r["turn_number"] for r in runs_of_source["runs"]] == [1, 2, 3, 4]
 
-    # Deleting the source (every row of it) leaves the fork working.
-    import sqlite3
-    with sqlite3.connect(s.db) as db:
-        for table in ("checkpoints", "runs", "agents"):
-            db.execute(f"DELETE FROM {table} WHERE agent_id = ?", (sid,))
+    # Retry of turn 2: its prompt again, from the state after turn 1, in a new session.
     mark = len(s.backend.records())
-    assert send(s, fid, "sixth question on the fork")["status"] == "finished"
-    assert len(turns_sent(s, mark)[0]) == 2
+    c, r = s.api.open("POST", f"/v1/runs/{runs[1]}/retry", {"text": PROMPTS[1]})
+    assert r.status == 200, r.read()
+    rid = r.getheader("callbackd-session-id")
+    fs = read_all(r)
+    c.close()
+    assert types(fs)[-1] == "completed", types(fs)
+    assert rid not in (sid, fid)
+    assert turns_sent(s, mark) == [after_turn_1]
+    assert PROMPTS[1] in requests_text(s, mark)
+    status, retried = s.api.call("GET", f"/v1/sessions/{rid}")
+    assert retried["forked_from"] == {"session_id": sid, "run_id": runs[1], "at": "before"}
+    return sid, fid
