@@ -1,6 +1,8 @@
-"""Issue 22, end to end (SQLite and PostgreSQL): fork a session of the real bridge after its first of three turns; a
-message on the fork finishes, and what the bridge sends the fake backend for it carries turn 1
-and nothing of turns 2 and 3; deleting the source leaves the fork working.
+"""Issue 22, end to end, on SQLite and PostgreSQL: a session of the real bridge forked after
+the first of its three turns; a message on the fork finishes, and what the bridge sends the
+fake backend for it carries turn 1 and nothing of turns 2 and 3; the source still carries
+three; a retry of turn 2 resends its prompt from the state after turn 1; deleting the source
+leaves the fork working.
 """
 from __future__ import annotations
 
