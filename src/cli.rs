@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::store::Namespace;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "callbackd",
@@ -61,11 +63,11 @@ pub enum Command {
         older_than: Option<String>,
     },
     /// Copy the live database to PATH (consistent, without stopping appends), and check the copy.
-    Backup(crate::transfer::cli::BackupArgs),
+    Backup(BackupArgs),
     /// Write the store to DIR in the bridge's JSONL store layout (`--local-store '{"type":"jsonl"}'`).
-    Export(crate::transfer::cli::ExportArgs),
+    Export(ExportArgs),
     /// Read a bridge JSONL store directory into the database, in one transaction.
-    Import(crate::transfer::cli::ImportArgs),
+    Import(ImportArgs),
     /// Copy everything one store holds into another, empty one (SQLite file <-> PostgreSQL
     /// URL, or the same backend twice), in batches, then verify counts and blob checksums.
     CopyStore(CopyStoreArgs),
@@ -275,4 +277,52 @@ pub enum ToolsCommand {
     /// description, inputSchema, outputSchema) for every enabled built-in and
     /// `[[tools.command]]` tool.
     Export(ConfigArgs),
+}
+
+// The arguments of `backup`, `export` and `import` (the `transfer` module).
+
+/// `callbackd backup [--force] [--namespace NAME] PATH`
+#[derive(Debug, Args, Clone)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Replace PATH if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Keep only this namespace's rows in the copy (agents, runs, events, checkpoints, memory
+    /// notes, tool calls, approvals, ...). Without it the copy is the whole database: every
+    /// namespace.
+    #[arg(long, value_name = "NAME", value_parser = Namespace::parse)]
+    pub namespace: Option<Namespace>,
+    /// Where to write the copy (a new SQLite file).
+    pub path: PathBuf,
+}
+
+/// `callbackd export [--namespace NAME] DIR`
+#[derive(Debug, Args, Clone)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The namespace to export.
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = Namespace::parse)]
+    pub namespace: Namespace,
+    /// A new or empty directory; gets agents.ndjson, runs.ndjson, run_events.ndjson and
+    /// checkpoints.ndjson.
+    pub dir: PathBuf,
+}
+
+/// `callbackd import [--replace] [--namespace NAME] DIR`
+#[derive(Debug, Args, Clone)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Overwrite agents, runs (with their events) and checkpoint blobs that already exist
+    /// in the namespace, instead of refusing the import.
+    #[arg(long)]
+    pub replace: bool,
+    /// The namespace to import into; other namespaces are not touched.
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = Namespace::parse)]
+    pub namespace: Namespace,
+    /// A bridge JSONL store directory (its `rootDir`).
+    pub dir: PathBuf,
 }

@@ -3,44 +3,68 @@
 //! The bridge, started with `--local-store '{"type":"custom"}'`, sends every read and write
 //! of agent state to `sdk.v1.SdkStoreCallbackService/CallStore`, and every custom tool call
 //! to `sdk.v1.SdkCustomToolCallbackService/CallCustomTool`. callbackd serves both: the store
-//! on SQLite, the tools from a registry of Rust plugins and TOML-declared commands.
+//! on SQLite or PostgreSQL, the tools from a registry of Rust plugins and TOML-declared
+//! commands. For people it serves the run API (`/v1`), the web console and approvals.
 //!
-//! Layout:
-//! - [`api`]: the run API (`/v1`): sessions, messages and resumable run streams over SSE.
-//! - [`approvals`]: human approval of tool calls (policies, held calls, decisions).
-//! - [`app`]: builds the daemon from a [`Config`] (listener, store, router) and runs it.
-//! - [`server`]: the HTTP/1.1 accept loop (connection cap, header timeout, `TCP_NODELAY`).
-//! - [`connect`]: the Connect unary protocol (codecs, errors), nothing domain-specific.
-//! - [`auth`]: bearer tokens as a tower layer; a token grants a namespace.
-//! - [`rpc`]: the two RPCs, where the protocol meets the store and the tools.
-//! - [`store`]: the substores as typed calls behind the [`Store`] trait, the tools' data
-//!   behind [`store::ToolData`], the output shapes every backend shares; the backends.
-//! - [`tools`]: custom tools: the [`Tool`] plugin trait, the registry, command tools from
-//!   TOML, the built-in `echo` and `memory`, and the bounds every call runs under.
-//! - [`supervisor`]: `callbackd run -- <bridge>`: the bridge as a child, wired on argv.
-//! - [`metrics`]: `GET /metrics` (Prometheus), fed by the RPCs and the store.
-//! - [`transfer`]: `callbackd backup`, `export` and `import` (the bridge's JSONL layout).
-//! - [`client`]: `callbackd follow|sessions|runs`, a terminal client of the run API.
-//! - [`ui`]: the web console at `/ui/`, static files compiled into the binary.
-//! - [`config`], [`cli`], [`telemetry`], [`shutdown`]: the daemon's plumbing.
+//! Modules:
+//! - [`app`]: the one composition root: builds the daemon from a [`Config`] (listener,
+//!   store, services), owns the route table (`app::router`) and the reload (`app::reload`).
+//! - [`api`]: the run API (`/v1`): sessions, messages, runs, resumable streams over SSE,
+//!   approvals (HTTP only).
+//! - [`rpc`]: the bridge's two callback RPCs, where the protocol meets the store and tools.
+//! - [`bridge`]: everything about the bridge: its flags, the client the run API drives it
+//!   with, the slot per namespace it is attached through.
+//! - [`namespaces`]: who may do what (tokens by namespace, allowlists, quotas); `metrics`:
+//!   what is counted (`GET /metrics`).
+//! - `approvals`: held tool calls and people's decisions; `auth`: bearer tokens as a tower
+//!   layer; [`tools`]: the [`Tool`] trait, the registry, command tools, the tool service and
+//!   the approval policy; [`transfer`]: `backup`, `export`, `import`.
+//! - [`store`]: the substores as typed calls behind the [`Store`] trait, and the backends.
+//! - [`tokens`]: the daemon's generated tokens; [`telemetry`]: logging.
+//! - [`config`]: the configuration, a leaf: one file per section.
+//! - [`secret`], `clock`, [`connect`] (the Connect protocol), [`proto`], `server` (the
+//!   HTTP/1.1 accept loop), `ui` (the console's files), `data_dir`, [`health`],
+//!   [`shutdown`], [`error_chain`]: the plumbing nothing else is built on.
+//! - [`cli`], [`client`] (`follow`, `sessions`, `runs`, ...), [`supervisor`] (`callbackd
+//!   run -- <bridge>`): the command line, above the daemon; the binary's `commands/` holds
+//!   one file per command.
+//!
+//! Layers, top to bottom. A module may use the modules on its own line and below, never
+//! above, and no import closes a circle, between files or between these modules
+//! (`tests/layers.rs` checks both, reading this block):
+//!
+//! ```text
+//! commands (the binary: main.rs, commands/)  cli  client  supervisor
+//! app
+//! api
+//! rpc  bridge
+//! namespaces  metrics
+//! approvals  auth  tools  transfer
+//! store
+//! tokens  telemetry
+//! config
+//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain
+//! ```
 
 pub mod api;
 pub mod app;
-pub mod approvals;
-pub mod auth;
+mod approvals;
+mod auth;
 pub mod bridge;
 pub mod cli;
 pub mod client;
+mod clock;
 pub mod config;
 pub mod connect;
-pub mod data_dir;
+mod data_dir;
 pub mod error_chain;
 pub mod health;
-pub mod metrics;
+mod metrics;
 pub mod namespaces;
+pub mod proto;
 pub mod rpc;
 pub mod secret;
-pub mod server;
+mod server;
 pub mod shutdown;
 pub mod store;
 pub mod supervisor;
@@ -48,11 +72,9 @@ pub mod telemetry;
 pub mod tokens;
 pub mod tools;
 pub mod transfer;
-pub mod ui;
+mod ui;
 
 pub use app::App;
 pub use config::Config;
 pub use store::{Namespace, Store, StoreCall, StoreError, StoreNotice};
 pub use tools::{Tool, ToolContext, ToolError, ToolRegistry};
-
-pub mod proto;

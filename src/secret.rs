@@ -32,9 +32,46 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Secret::new)
+    }
+}
+
+/// The URL with its password replaced by `***`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    // URL form: scheme://user:password@host
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| rest_start + i);
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                out.replace_range(rest_start + colon + 1..rest_start + at, "***");
+            }
+        }
+    }
+    // password=... in a query string or key=value form.
+    for key in ["password="] {
+        let mut from = 0;
+        while let Some(i) = out[from..].find(key) {
+            let start = from + i + key.len();
+            let end = out[start..]
+                .find(['&', ' '])
+                .map_or(out.len(), |j| start + j);
+            out.replace_range(start..end, "***");
+            from = start + 3;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Secret;
+    use super::{redact_url, Secret};
 
     #[test]
     fn debug_hides_the_value_and_generated_tokens_are_hex() {
@@ -43,5 +80,22 @@ mod tests {
         assert!(s.expose().bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(format!("{s:?}"), "Secret(***)");
         assert_ne!(s, Secret::generate().unwrap());
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact_url("postgres://u:s3cret@db:5432/x"),
+            "postgres://u:***@db:5432/x"
+        );
+        assert_eq!(
+            redact_url("postgresql://u@db/x?password=s3cret&sslmode=disable"),
+            "postgresql://u@db/x?password=***&sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("host=db user=u password=s3cret dbname=x"),
+            "host=db user=u password=*** dbname=x"
+        );
+        assert_eq!(redact_url("postgres://db/x"), "postgres://db/x");
     }
 }

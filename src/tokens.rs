@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::{check_token, AuthConfig, ConfigError};
+use crate::config::{ApiConfig, AuthConfig, ConfigError};
 use crate::secret::Secret;
 
 /// The daemon's bearer tokens: the two the bridge presents (store service, tools), and the
@@ -41,11 +41,7 @@ struct Generated {
 
 /// Resolves both tokens; generates and persists the missing ones if neither source names
 /// them. Only the daemon (`serve`, `run`) calls this; other commands [`find`] them.
-pub fn resolve(
-    auth: &AuthConfig,
-    api: &crate::api::config::ApiConfig,
-    db: &Path,
-) -> Result<Tokens, ConfigError> {
+pub fn resolve(auth: &AuthConfig, api: &ApiConfig, db: &Path) -> Result<Tokens, ConfigError> {
     resolve_with(auth, api, db, Missing::Generate)
 }
 
@@ -53,11 +49,7 @@ pub fn resolve(
 /// (`bridge-args`): the same sources as [`resolve`], but a missing tokens file (or run API
 /// tokens not yet added to it) is [`ConfigError::NoTokens`], never a new token the running
 /// daemon would reject.
-pub fn find(
-    auth: &AuthConfig,
-    api: &crate::api::config::ApiConfig,
-    db: &Path,
-) -> Result<Tokens, ConfigError> {
+pub fn find(auth: &AuthConfig, api: &ApiConfig, db: &Path) -> Result<Tokens, ConfigError> {
     resolve_with(auth, api, db, Missing::Refuse)
 }
 
@@ -70,15 +62,17 @@ enum Missing {
 
 fn resolve_with(
     auth: &AuthConfig,
-    api: &crate::api::config::ApiConfig,
+    api: &ApiConfig,
     db: &Path,
     missing: Missing,
 ) -> Result<Tokens, ConfigError> {
-    let store = explicit(&auth.store_token, &auth.store_token_file, "store_token")?;
-    let tool = explicit(&auth.tool_token, &auth.tool_token_file, "tool_token")?;
-    let api_rw = explicit(&api.token, &api.token_file, "api.token")?;
-    let api_read = explicit(&api.read_token, &api.read_token_file, "api.read_token")?;
-    let explicit_read = api.read_token.is_some() || api.read_token_file.is_some();
+    let env = |k: &str| std::env::var(k).ok();
+    let store = auth.store_token_source().resolve(&env)?;
+    let tool = auth.tool_token_source().resolve(&env)?;
+    let api_rw = api.token_source().resolve(&env)?;
+    let read_source = api.read_token_source();
+    let api_read = read_source.resolve(&env)?;
+    let explicit_read = read_source.is_set();
     let tokens = match (store, tool, api_rw) {
         (Some(store), Some(tool), Some(api)) => Tokens {
             store,
@@ -152,25 +146,6 @@ fn add_api_tokens(path: &Path, g: &mut Generated) -> Result<(), ConfigError> {
     file.sync_all().map_err(err)?;
     tracing::info!(path = %path.display(), "added run API tokens to the tokens file");
     Ok(())
-}
-
-fn explicit(
-    value: &Option<Secret>,
-    file: &Option<PathBuf>,
-    name: &str,
-) -> Result<Option<Secret>, ConfigError> {
-    if let Some(v) = value {
-        check_token(name, v)?;
-        return Ok(Some(v.clone()));
-    }
-    let Some(path) = file else { return Ok(None) };
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::TokenFile {
-        path: path.clone(),
-        source,
-    })?;
-    let token = Secret::new(text.trim().to_string());
-    check_token(&format!("{name}_file"), &token)?;
-    Ok(Some(token))
 }
 
 /// Reads the generated tokens file, creating it (mode 0600, never overwritten) if missing
@@ -302,7 +277,7 @@ mod tests {
             tool_token: Some(Secret::new("t".repeat(20))),
             ..Default::default()
         };
-        let api = crate::api::config::ApiConfig {
+        let api = ApiConfig {
             token: Some(Secret::new("a".repeat(20))),
             ..Default::default()
         };

@@ -872,7 +872,11 @@ fn sighup_and_a_changed_token_file_reload_the_namespaces_without_a_restart() {
     let base = "[store]\npath = \"data/callbackd.db\"\n";
     std::fs::write(w.cwd.join("a.api"), "a-api-v1-0123456789\n").unwrap();
     let a = namespace_toml("a", 1, "api_token_file = \"a.api\"");
-    std::fs::write(&config, format!("{base}{a}")).unwrap();
+    // Step 2's config adds b: padded to its size now, so that it can be written unseen by the
+    // poll (which compares sizes and modification times).
+    let b = namespace_toml("b", 1, "");
+    let pad = format!("#{}\n", "-".repeat(b.len() - 2));
+    std::fs::write(&config, format!("{base}{a}{pad}")).unwrap();
     let mut daemon = w.serve(&["--config", config.to_str().unwrap()]);
     let addr = daemon.addr();
     let pid = nix::unistd::Pid::from_raw(daemon.child.id() as i32);
@@ -894,21 +898,47 @@ fn sighup_and_a_changed_token_file_reload_the_namespaces_without_a_restart() {
         200
     );
 
-    // 2. SIGHUP after the config gained a namespace and rotated a's store token. The poll
-    // would notice the file too; whichever reloads first, both end in the same state.
-    let b = namespace_toml("b", 1, "");
+    // 2. SIGHUP alone: the config gains a namespace and rotates a's store token, but keeps
+    // its size and modification time, so the poll cannot see the change; and the reload
+    // must come sooner than the poll's interval.
     let a2 = namespace_toml("a", 2, "api_token_file = \"a.api\"");
-    std::fs::write(&config, format!("{base}{a2}{b}")).unwrap();
+    let before = std::fs::metadata(&config).unwrap();
+    let text = format!("{base}{a2}{b}");
+    assert_eq!(text.len() as u64, before.len());
+    // Written aside and renamed over it: the poll never sees a moment with another stamp.
+    let aside = w.cwd.join("callbackd.toml.new");
+    std::fs::write(&aside, &text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&aside)
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    std::fs::rename(&aside, &config).unwrap();
+    let after = std::fs::metadata(&config).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap()),
+        "the poll would see the write"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST),
+        401,
+        "b got in before the SIGHUP"
+    );
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let sent = std::time::Instant::now();
+    let within = callbackd::app::reload::POLL * 3 / 4;
     while status_of(&addr, "POST", STORE, "b-store-v1-0123456789", LIST) != 200 {
         assert!(
-            std::time::Instant::now() < deadline,
-            "b never got in: {:#?}",
+            sent.elapsed() < within,
+            "b did not get in within {within:?} of the SIGHUP: {:#?}",
             daemon.seen
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+    daemon.wait_line("SIGHUP: reloading namespaces and tokens");
     assert_eq!(
         status_of(&addr, "POST", STORE, "a-store-v1-0123456789", LIST),
         401

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::problem::{Problem, ProblemCode};
-use super::time::rfc3339_ms;
+use crate::clock::rfc3339_ms;
 use crate::store::records::{ToolCallRecord, ToolOutcome};
 
 /// One stored run event, as read from the store.

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use super::bridge::bridge_problem;
 use super::messages::{self, NewMessage};
 use super::problem::{Problem, ProblemCode};
-use super::reader::{is_terminal, Reader, Session};
+use super::reader::{is_terminal, ForkedFrom, Reader, Session};
 use super::sessions::{declarations, no_session};
 use super::{json_response, ApiJson, ApiState, Caller};
 use crate::store::forks::ForkRecord;
@@ -45,25 +45,6 @@ pub struct NewFork {
     pub at: String,
     /// The fork's name; default the source's.
     pub name: Option<String>,
-}
-
-/// Where a forked session came from.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct ForkedFrom {
-    pub session_id: String,
-    pub run_id: String,
-    /// `after` or `before`.
-    pub at: String,
-}
-
-impl ForkedFrom {
-    pub fn of(rec: &ForkRecord) -> ForkedFrom {
-        ForkedFrom {
-            session_id: rec.source_agent_id.clone(),
-            run_id: rec.source_run_id.clone(),
-            at: rec.at.clone(),
-        }
-    }
 }
 
 /// `201` answer of `POST /v1/sessions/{session_id}/fork`.

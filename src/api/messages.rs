@@ -20,11 +20,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::bridge::{bridge_problem, BridgeClient};
+use super::bridge::bridge_problem;
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, Reader};
 use super::sessions::{declarations, no_session};
 use super::{runs, ApiJson, ApiState, Caller};
+use crate::bridge::BridgeClient;
 use crate::connect::client::{ClientError, MessageStream};
 
 /// `POST .../messages` body.

@@ -3,7 +3,7 @@
 //!
 //! Reads (sessions, runs, events, streams) come from the store through the [`Store`] trait
 //! and work without a bridge, for runs of any client of the bridge. Writes (new sessions,
-//! messages, cancel) drive the attached bridge ([`bridge::BridgeSlot`]).
+//! messages, cancel) drive the attached bridge ([`BridgeSlot`]).
 //!
 //! Which runtime: handlers and stream tasks run on the connection's thread (the
 //! single-threaded runtimes of `server::ConnThreads`); everything they await is a store
@@ -11,9 +11,8 @@
 //! main runtime, started by `App::run_until`.
 
 mod approvals;
-pub mod bridge;
+mod bridge;
 mod caller;
-pub mod config;
 mod events;
 mod feed;
 mod fork;
@@ -27,7 +26,6 @@ pub mod retention;
 mod runs;
 mod sessions;
 mod stream;
-pub mod time;
 
 pub use caller::{ApiTokens, Caller, Role};
 pub use problem::{Problem, ProblemCode};
@@ -46,10 +44,10 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::rpc::tools::ToolService;
+use crate::bridge::{BridgeSlot, Bridges};
+use crate::config::ApiConfig;
 use crate::store::{RunRecords, Store};
-use bridge::{BridgeSlot, Bridges};
-use config::ApiConfig;
+use crate::tools::service::ToolService;
 use hub::FollowHub;
 use live_tokens::LiveTokens;
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::events::{run_problem, StoredEvent};
 use super::problem::Problem;
-use super::time::rfc3339_ms;
+use crate::clock::rfc3339_ms;
 use crate::store::{
     AgentCursor, AgentFilter, Namespace, Page, RunCursor, RunFilter, Store, StoreCall,
 };
@@ -24,7 +24,26 @@ pub struct Session {
     pub updated_at: Option<String>,
     /// Where the session was forked from (`POST /v1/sessions/{id}/fork`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub forked_from: Option<super::fork::ForkedFrom>,
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a forked session came from.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    pub run_id: String,
+    /// `after` or `before`.
+    pub at: String,
+}
+
+impl ForkedFrom {
+    pub fn of(rec: &crate::store::forks::ForkRecord) -> ForkedFrom {
+        ForkedFrom {
+            session_id: rec.source_agent_id.clone(),
+            run_id: rec.source_run_id.clone(),
+            at: rec.at.clone(),
+        }
+    }
 }
 
 /// A run, as the API shows it.

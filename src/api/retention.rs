@@ -15,7 +15,7 @@ pub async fn prune(
     older_than: Duration,
     batch: usize,
 ) -> Result<PruneReport, StoreError> {
-    let before = super::time::now_ms() - older_than.as_millis() as i64;
+    let before = crate::clock::now_ms() - older_than.as_millis() as i64;
     let mut total = PruneReport::default();
     loop {
         let r = records.prune_batch(before, batch).await?;

@@ -180,7 +180,7 @@ pub async fn get_one(
             .filter(|m| !m.is_empty()),
     };
     let mut session = Session::from_doc(&doc, model);
-    session.forked_from = fork.as_ref().map(super::fork::ForkedFrom::of);
+    session.forked_from = fork.as_ref().map(super::reader::ForkedFrom::of);
     Ok(json_response(StatusCode::OK, &session))
 }
 

@@ -23,8 +23,8 @@ use super::events::{event_json, Control};
 use super::feed::{FeedError, Private, RunCtx};
 use super::live_tokens::Relay;
 use super::reader::{is_terminal, Reader};
-use super::time::now_ms;
 use super::ApiState;
+use crate::clock::now_ms;
 use crate::store::Namespace;
 
 /// Events read per store call.

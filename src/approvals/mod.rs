@@ -1,12 +1,10 @@
-//! Human approval of tool calls (issue 15): a call whose [`policy`] holds it waits, recorded
+//! Human approval of tool calls (issue 15): a call whose policy (`tools::approval`) holds it waits, recorded
 //! as a pending approval, until a person decides over the run API
 //! (`POST /v1/approvals/{id}`), its time runs out (denied), or the bridge hangs up
 //! (cancelled). Every stream of the call's run shows the pending approval
 //! (`approval_required`, on every (re)connect while it is pending) and its decision
 //! (`approval_resolved`). Neither is a numbered event: the run's numbered events are the
 //! bridge's own log, and an approval is callbackd's state beside it.
-
-pub mod policy;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::api::time::{now_ms, rfc3339_ms};
+use crate::clock::{now_ms, rfc3339_ms};
 use crate::store::approvals::{ApprovalRecord, ApprovalRecords};
 use crate::store::{Namespace, StoreError};
 

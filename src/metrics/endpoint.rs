@@ -4,16 +4,15 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{header, HeaderMap};
 
+use super::Metrics;
 use crate::connect::{Code, ConnectError};
-use crate::rpc::RpcState;
 
 /// The path Prometheus scrapes.
 pub const PATH: &str = "/metrics";
 
 /// Answers the exposition, or `401 unauthenticated` when a token is configured and the
 /// request does not carry it (`Authorization: Bearer <token>`, exactly once).
-pub async fn scrape(State(state): State<RpcState>, headers: HeaderMap) -> Response {
-    let metrics = &state.metrics;
+pub async fn scrape(State(metrics): State<Metrics>, headers: HeaderMap) -> Response {
     if let Some(tokens) = metrics.token() {
         let mut values = headers.get_all(header::AUTHORIZATION).iter();
         let presented = match (values.next(), values.next()) {

@@ -23,8 +23,8 @@
 //! Recording is a hash lookup under a read lock and a short mutex: well under a microsecond,
 //! against an append's ~100 µs (see BENCHMARKS.md for the measured cost).
 
-pub mod config;
 pub mod endpoint;
+pub mod token;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -108,7 +108,7 @@ struct Inner {
     streams_open: Gauge,
     followers: Gauge,
     retention_removed: Counter,
-    /// The bearer token `/metrics` requires; `None`: open (see `metrics::config`).
+    /// The bearer token `/metrics` requires; `None`: open (see `metrics::token`).
     token: Option<TokenSet>,
 }
 
@@ -188,7 +188,7 @@ impl Metrics {
         let retention_removed = Counter::default();
         registry.register(
             "retention_removed",
-            "Runs removed by retention, with their events",
+            "Run events removed by retention",
             retention_removed.clone(),
         );
         if let Some(sizes) = sizes {

@@ -1,104 +1,13 @@
-//! `[[namespaces]]`: the configuration of one namespace (docs/namespaces.md), as written, and
-//! its validation. Tokens are resolved into a [`super::Table`]; this file only parses.
+//! What the namespaces make of `[[namespaces]]` (the entries themselves are plain data in
+//! `config`): an entry's checked name, and the entry of a namespace.
 
-use std::path::{Path, PathBuf};
-
-use serde::Deserialize;
-
-use crate::api::config::BridgeConfig;
-use crate::config::ConfigError;
-use crate::secret::Secret;
+use crate::config::{Config, ConfigError, NamespaceConfig};
 use crate::store::Namespace;
-
-/// One `[[namespaces]]` entry.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct NamespaceConfig {
-    pub name: String,
-    pub store_token: Option<Secret>,
-    pub store_token_file: Option<PathBuf>,
-    pub store_token_env: Option<String>,
-    pub tool_token: Option<Secret>,
-    pub tool_token_file: Option<PathBuf>,
-    pub tool_token_env: Option<String>,
-    pub api_token: Option<Secret>,
-    pub api_token_file: Option<PathBuf>,
-    pub api_token_env: Option<String>,
-    pub api_read_token: Option<Secret>,
-    pub api_read_token_file: Option<PathBuf>,
-    pub api_read_token_env: Option<String>,
-    /// The tools this namespace may call; `None`: every enabled tool.
-    pub tools: Option<Vec<String>>,
-    pub quotas: QuotaConfig,
-    /// The namespace's bridge, for its run API's sessions and messages.
-    pub bridge: Option<BridgeConfig>,
-}
-
-/// `[namespaces.quotas]`, as written: signed, so that a negative value is refused with a
-/// message naming the key rather than a type error.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct QuotaConfig {
-    pub max_agents: Option<i64>,
-    pub max_stored_bytes: Option<i64>,
-    pub max_events_per_run: Option<i64>,
-    pub max_appends_per_second: Option<i64>,
-    pub over_rate: OverRate,
-}
-
-/// What happens to an append over `max_appends_per_second`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OverRate {
-    /// Wait for the bucket (up to one second), then refuse.
-    #[default]
-    Delay,
-    /// Refuse at once.
-    Refuse,
-}
-
-/// The quotas of a namespace, validated (`None`: unlimited).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Quotas {
-    pub max_agents: Option<u64>,
-    pub max_stored_bytes: Option<u64>,
-    pub max_events_per_run: Option<u64>,
-    pub max_appends_per_second: Option<u64>,
-    pub over_rate: OverRate,
-}
-
-/// The role of a token, as its keys are named (`store_token`, `api_read_token`, ...).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TokenRole {
-    Store,
-    Tool,
-    Api,
-    ApiRead,
-}
-
-impl TokenRole {
-    pub const ALL: [TokenRole; 4] = [
-        TokenRole::Store,
-        TokenRole::Tool,
-        TokenRole::Api,
-        TokenRole::ApiRead,
-    ];
-
-    /// The config key (`store_token`).
-    pub fn key(self) -> &'static str {
-        match self {
-            TokenRole::Store => "store_token",
-            TokenRole::Tool => "tool_token",
-            TokenRole::Api => "api_token",
-            TokenRole::ApiRead => "api_read_token",
-        }
-    }
-}
 
 /// The `[[namespaces]]` entry named `ns` (with its index, for messages), or an error that
 /// lists the configured ones.
 pub fn entry<'a>(
-    config: &'a crate::config::Config,
+    config: &'a Config,
     ns: &Namespace,
 ) -> Result<(usize, &'a NamespaceConfig), ConfigError> {
     config
@@ -120,16 +29,9 @@ pub fn entry<'a>(
         })
 }
 
+/// The namespaces' reading of an entry (kept here, beside [`Namespace`], so the config stays
+/// a leaf).
 impl NamespaceConfig {
-    /// `namespaces[NAME]` (or `namespaces[#i]` before the name is known), for messages.
-    pub fn label(&self, index: usize) -> String {
-        if self.name.is_empty() {
-            format!("namespaces[#{index}]")
-        } else {
-            format!("namespaces[{}]", self.name)
-        }
-    }
-
     /// The namespace's name, checked.
     pub fn namespace(&self, index: usize) -> Result<Namespace, ConfigError> {
         if self.name.is_empty() {
@@ -140,121 +42,5 @@ impl NamespaceConfig {
         }
         Namespace::parse(&self.name)
             .map_err(|e| ConfigError::Invalid(format!("{}: {e}", self.label(index))))
-    }
-
-    fn sources(&self, role: TokenRole) -> (&Option<Secret>, &Option<PathBuf>, &Option<String>) {
-        match role {
-            TokenRole::Store => (
-                &self.store_token,
-                &self.store_token_file,
-                &self.store_token_env,
-            ),
-            TokenRole::Tool => (
-                &self.tool_token,
-                &self.tool_token_file,
-                &self.tool_token_env,
-            ),
-            TokenRole::Api => (&self.api_token, &self.api_token_file, &self.api_token_env),
-            TokenRole::ApiRead => (
-                &self.api_read_token,
-                &self.api_read_token_file,
-                &self.api_read_token_env,
-            ),
-        }
-    }
-
-    /// Whether any source of `role`'s token is set.
-    pub fn has_token(&self, role: TokenRole) -> bool {
-        let (v, f, e) = self.sources(role);
-        v.is_some() || f.is_some() || e.is_some()
-    }
-
-    /// The token files this entry reads (watched for changes).
-    pub fn token_files(&self) -> impl Iterator<Item = &Path> {
-        TokenRole::ALL
-            .into_iter()
-            .filter_map(|r| self.sources(r).1.as_deref())
-    }
-
-    /// `role`'s token: from the value, the file or the environment variable (exactly one may
-    /// be set); `None` if none is. `env` is `std::env::var` outside tests.
-    pub fn token(
-        &self,
-        index: usize,
-        role: TokenRole,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<Secret>, ConfigError> {
-        let label = self.label(index);
-        let key = role.key();
-        let (value, file, var) = self.sources(role);
-        let set = [value.is_some(), file.is_some(), var.is_some()];
-        if set.iter().filter(|s| **s).count() > 1 {
-            return Err(ConfigError::Invalid(format!(
-                "{label}: set only one of {key}, {key}_file and {key}_env"
-            )));
-        }
-        let token = if let Some(v) = value {
-            v.clone()
-        } else if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                ConfigError::Invalid(format!(
-                    "{label}.{key}_file: cannot read {}: {e}",
-                    path.display()
-                ))
-            })?;
-            Secret::new(text.trim().to_string())
-        } else if let Some(var) = var {
-            Secret::new(env(var).ok_or_else(|| {
-                ConfigError::Invalid(format!(
-                    "{label}.{key}_env: environment variable {var} is not set"
-                ))
-            })?)
-        } else {
-            return Ok(None);
-        };
-        crate::config::check_token(&format!("{label}.{key}"), &token)?;
-        Ok(Some(token))
-    }
-
-    /// Relative token file paths are relative to the config file's directory.
-    pub fn rebase(&mut self, fix: &dyn Fn(&mut PathBuf)) {
-        for p in [
-            &mut self.store_token_file,
-            &mut self.tool_token_file,
-            &mut self.api_token_file,
-            &mut self.api_read_token_file,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            fix(p);
-        }
-        if let Some(b) = self.bridge.as_mut() {
-            if let Some(p) = b.token_file.as_mut() {
-                fix(p);
-            }
-        }
-    }
-
-    /// The quotas, checked: each at least 1.
-    pub fn quotas(&self, index: usize) -> Result<Quotas, ConfigError> {
-        let q = &self.quotas;
-        let check = |key: &str, v: Option<i64>| -> Result<Option<u64>, ConfigError> {
-            match v {
-                None => Ok(None),
-                Some(n) if n >= 1 => Ok(Some(n as u64)),
-                Some(n) => Err(ConfigError::Invalid(format!(
-                    "{}.quotas.{key} is {n}; a quota must be at least 1 (leave it out for no limit)",
-                    self.label(index)
-                ))),
-            }
-        };
-        Ok(Quotas {
-            max_agents: check("max_agents", q.max_agents)?,
-            max_stored_bytes: check("max_stored_bytes", q.max_stored_bytes)?,
-            max_events_per_run: check("max_events_per_run", q.max_events_per_run)?,
-            max_appends_per_second: check("max_appends_per_second", q.max_appends_per_second)?,
-            over_rate: q.over_rate,
-        })
     }
 }

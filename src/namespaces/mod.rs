@@ -2,20 +2,19 @@
 //! namespace; every row the store keeps, every tool call and every run API request is
 //! scoped by it.
 //!
-//! - [`config`]: `[[namespaces]]` as written, and its checks.
+//! - [`config`]: what the namespaces make of `[[namespaces]]` (written in `crate::config`).
 //! - [`table`]: the namespaces of one configuration: tokens by role, settings by name.
 //! - [`Namespaces`] (here): the table in force, shared by every service, swapped whole by a
-//!   reload ([`reload`]).
+//!   reload (`app::reload`).
 //! - [`quota`]: the quota gate in front of the store's writes.
 //! - [`usage`]: what each namespace holds (`callbackd namespaces`, metrics).
 
 pub mod config;
 pub mod quota;
-pub mod reload;
 pub mod table;
 pub mod usage;
 
-pub use config::{NamespaceConfig, OverRate, Quotas, TokenRole};
+pub use crate::config::{NamespaceConfig, OverRate, Quotas, TokenRole};
 pub use table::{Settings, Table};
 
 use std::sync::{Arc, RwLock};

@@ -7,9 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::config::{Quotas, TokenRole};
-use crate::api::config::BridgeConfig;
-use crate::config::{Config, ConfigError};
+use crate::config::{BridgeConfig, Config, ConfigError, Quotas, TokenRole};
 use crate::secret::Secret;
 use crate::store::Namespace;
 use crate::tokens::Tokens;

@@ -8,7 +8,7 @@
 //! model reads (contract §4.3). One log line per call: tool, agent, outcome, latency; never
 //! the arguments.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -23,45 +23,14 @@ use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
 use crate::approvals::Outcome;
+use crate::clock::now_ms;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
-use crate::store::event_doc::now_ms;
 use crate::store::records::{ToolCallStart, ToolOutcome};
 use crate::store::{Namespace, RunRecords, StoreCall};
 use crate::tools::invoke::{invoke, Call};
-use crate::tools::{error_result, ToolError, ToolRegistry};
-
-/// The tool side of the daemon: the registry calls are dispatched to, and the runtime they
-/// run on.
-#[derive(Clone, Default)]
-pub struct ToolService {
-    registry: Arc<ToolRegistry>,
-    /// The runtime the daemon was started on ([`ToolService::run_on`], by `App::run_until`):
-    /// its main, work-stealing runtime. Connections are served on single-threaded runtimes
-    /// (`server::ConnThreads`) where a tool that blocks its thread would stall every other
-    /// connection of that thread; on this runtime the other workers carry on. Unset, tool
-    /// calls run in the request's own task.
-    runtime: Arc<OnceLock<tokio::runtime::Handle>>,
-}
-
-impl ToolService {
-    pub fn new(registry: Arc<ToolRegistry>) -> Self {
-        ToolService {
-            registry,
-            runtime: Arc::default(),
-        }
-    }
-
-    /// Runs tool calls on `runtime` from now on (the first call wins).
-    pub fn run_on(&self, runtime: tokio::runtime::Handle) {
-        let _ = self.runtime.set(runtime);
-    }
-
-    pub fn registry(&self) -> &ToolRegistry {
-        &self.registry
-    }
-}
+use crate::tools::{error_result, ToolError};
 
 /// A parsed request.
 struct ToolRequest {
@@ -77,7 +46,7 @@ pub async fn call_custom_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(runtime) = state.tools.runtime.get().cloned() else {
+    let Some(runtime) = state.tools.runtime() else {
         return serve_call(state, ns, headers, body).await;
     };
     match AbortOnDrop(runtime.spawn(serve_call(state, ns, headers, body))).await {

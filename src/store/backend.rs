@@ -3,17 +3,60 @@
 //! reaches into a backend's module.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::check::CheckReport;
 use super::postgres::{self, PgOptions, PgStore};
 use super::sqlite::{self, SqliteOptions, SqliteStore};
 use super::{Store, StoreError};
+use crate::config::{is_postgres_url, BackendKind, StoreConfig};
+use crate::secret::Secret;
 
-/// A backend and how to open it (built from `[store]` by the config).
+/// A backend and how to open it (built from `[store]`: [`BackendOptions::from`]).
 #[derive(Debug, Clone)]
 pub enum BackendOptions {
     Sqlite(SqliteOptions),
     Postgres(PgOptions),
+}
+
+impl From<&StoreConfig> for BackendOptions {
+    /// The backend `[store]` chooses, and how to open it (after `Config::validate`).
+    fn from(config: &StoreConfig) -> Self {
+        match (config.backend, &config.url) {
+            (BackendKind::Postgres, Some(url)) => BackendOptions::Postgres(pg_options(config, url)),
+            _ => BackendOptions::Sqlite(config.sqlite_options()),
+        }
+    }
+}
+
+fn pg_options(config: &StoreConfig, url: &Secret) -> PgOptions {
+    let mut opts = PgOptions::new(url.expose());
+    opts.schema = config.schema.clone();
+    opts.pool_size = config.pool_size;
+    opts.connect_timeout = Duration::from_millis(config.connect_timeout_ms);
+    opts.statement_timeout = Duration::from_millis(config.statement_timeout_ms);
+    opts.prepared_statements = config.prepared_statements;
+    opts.max_page_size = config.max_page_size;
+    opts
+}
+
+/// The store's reading of `[store]` (kept here, beside the backends, so the config stays a
+/// leaf that knows no backend).
+impl StoreConfig {
+    /// The backend these settings choose: [`BackendOptions::from`].
+    pub fn backend(&self) -> BackendOptions {
+        BackendOptions::from(self)
+    }
+
+    /// The SQLite options of these settings (whatever `backend` says).
+    pub fn sqlite_options(&self) -> SqliteOptions {
+        let mut opts = SqliteOptions::new(&self.path);
+        opts.sync = self.sync;
+        opts.max_page_size = self.max_page_size;
+        opts.busy_timeout = Duration::from_millis(self.busy_timeout_ms);
+        opts.max_page_count = self.max_pages;
+        opts
+    }
 }
 
 /// Why a backend could not be opened, migrated or checked; each message names the store
@@ -113,7 +156,7 @@ pub async fn transfer_side(
     schema: Option<String>,
     target: bool,
 ) -> Result<Box<dyn super::transfer::Transfer>, super::transfer::TransferError> {
-    if crate::config::is_postgres_url(location) {
+    if is_postgres_url(location) {
         let mut opts = PgOptions::new(location);
         opts.schema = schema;
         let side = postgres::transfer::PgTransfer::open(&opts, target).await?;

@@ -52,9 +52,4 @@ pub fn next_offset_json(seq: i64) -> String {
     s
 }
 
-/// Milliseconds since the epoch: an event's `createdAt`.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use crate::clock::now_ms;

@@ -22,6 +22,7 @@ pub mod json;
 pub mod page;
 pub mod postgres;
 pub mod records;
+pub mod sql;
 pub mod sqlite;
 pub mod tool_data;
 pub mod transfer;

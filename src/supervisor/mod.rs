@@ -187,7 +187,7 @@ pub async fn run(
                 let json = ready.unwrap_or_default();
                 match serde_json::from_str(&json)
                     .map_err(|e| e.to_string())
-                    .and_then(|v| crate::api::bridge::BridgeClient::from_ready(&v, bridge_model.clone(), bridge_key.clone()))
+                    .and_then(|v| crate::bridge::BridgeClient::from_ready(&v, bridge_model.clone(), bridge_key.clone()))
                 {
                     Ok(client) => api.bridge(&opts.namespace).attach(client),
                     Err(e) => tracing::warn!(error = %e, "cannot attach the run API to the bridge"),

@@ -1,6 +1,6 @@
 //! The signals `run` catches and forwards to the bridge, installed before anything is spawned.
 //! SIGHUP is caught too but not forwarded: it reloads callbackd's namespaces and tokens
-//! (`namespaces::reload`, which listens for it itself), as for `callbackd serve`.
+//! (`app::reload`, which listens for it itself), as for `callbackd serve`.
 
 use anyhow::Context;
 use nix::sys::signal::Signal;

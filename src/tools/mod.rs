@@ -14,11 +14,13 @@
 //! `{"content":[{"type":"text","text":…}],"isError":true}` it can read and act on
 //! (contract §4.3). Only a request the daemon cannot route is a Connect error.
 
+pub mod approval;
 pub mod builtin;
 pub mod command;
 pub mod invoke;
 pub mod registry;
 pub mod schema;
+pub mod service;
 
 use std::future::Future;
 use std::pin::Pin;

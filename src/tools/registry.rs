@@ -9,10 +9,10 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::approval::ApprovalPolicy;
 use super::command::CommandTool;
 use super::schema::{Schema, SchemaError};
 use super::Tool;
-use crate::approvals::policy::ApprovalPolicy;
 use crate::config::{ToolLimitsConfig, ToolsConfig};
 
 /// Limits a tool gets unless it sets its own.
@@ -268,10 +268,9 @@ impl ToolRegistry {
                 reason: "approval_timeout_ms must be at least 1".into(),
             });
         }
-        let approval_timeout = set.approval_timeout_ms.map_or(
-            crate::approvals::policy::DEFAULT_TIMEOUT,
-            Duration::from_millis,
-        );
+        let approval_timeout = set
+            .approval_timeout_ms
+            .map_or(super::approval::DEFAULT_TIMEOUT, Duration::from_millis);
         let entry = RegisteredTool {
             tool,
             name: name.clone(),

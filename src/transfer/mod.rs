@@ -6,7 +6,6 @@
 //! module holds the file formats and the commands.
 
 pub mod backup;
-pub mod cli;
 pub mod jsonl;
 pub mod jsonl_export;
 pub mod jsonl_import;

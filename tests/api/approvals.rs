@@ -11,21 +11,47 @@ use crate::sse::Frame;
 
 const T: Duration = Duration::from_secs(10);
 
-fn deploy_tool(extra: &str) -> callbackd::config::CommandToolConfig {
+/// The deploy tool's side effect: each run of it appends a line to a file, so a test can
+/// tell "never ran" from "ran, then reported denied".
+struct Marker {
+    dir: tempfile::TempDir,
+}
+
+impl Marker {
+    fn new() -> Marker {
+        Marker {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("runs")
+    }
+
+    /// How many times the tool ran.
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.path()).map_or(0, |s| s.lines().count())
+    }
+}
+
+fn deploy_tool(marker: &Marker, extra: &str) -> callbackd::config::CommandToolConfig {
+    let path = marker.path();
     toml::from_str(&format!(
         r#"
 name = "deploy"
 description = "Deploys"
-argv = ["sh", "-c", "echo '{{\"deployed\": true}}'"]
+argv = ["sh", "-c", "echo ran >> '{}'; echo '{{\"deployed\": true}}'"]
 input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
 {extra}
-"#
+"#,
+        path.display()
     ))
     .unwrap()
 }
 
-async fn spawn(extra: &str) -> Arc<TestApp> {
-    let tool = deploy_tool(extra);
+async fn spawn(extra: &str) -> (Arc<TestApp>, Marker) {
+    let marker = Marker::new();
+    let tool = deploy_tool(&marker, extra);
     let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
     let mut a = agent("a1", "/ws", 1_780_000_000_000);
     a["activeRunId"] = json!("r1");
@@ -33,16 +59,26 @@ async fn spawn(extra: &str) -> Arc<TestApp> {
     let mut r = run("a1", "r1", 1);
     r["status"] = json!("running");
     app.store_ok("runs", "create", json!({"run": r})).await;
-    Arc::new(app)
+    (Arc::new(app), marker)
 }
 
 /// The bridge's tool call, in a task of its own (it waits for the decision).
 fn call(app: &Arc<TestApp>, env: &str, call_id: &str) -> tokio::task::JoinHandle<Value> {
+    call_as(app, &app.tool_token, "a1", env, call_id)
+}
+
+/// [`call`] with another namespace's tool token, for its agent.
+fn call_as(
+    app: &Arc<TestApp>,
+    tool_token: &str,
+    agent_id: &str,
+    env: &str,
+    call_id: &str,
+) -> tokio::task::JoinHandle<Value> {
     let app = app.clone();
-    let body =
-        json!({"toolName": "deploy", "args": {"env": env}, "toolCallId": call_id, "agentId": "a1"});
+    let body = json!({"toolName": "deploy", "args": {"env": env}, "toolCallId": call_id, "agentId": agent_id});
+    let auth = format!("Bearer {tool_token}");
     tokio::spawn(async move {
-        let auth = format!("Bearer {}", app.tool_token);
         let r = app
             .request(
                 "POST",
@@ -61,8 +97,16 @@ fn call(app: &Arc<TestApp>, env: &str, call_id: &str) -> tokio::task::JoinHandle
 }
 
 async fn pending(app: &TestApp) -> Vec<Value> {
+    pending_as(app, &app.api_token).await
+}
+
+/// The pending approvals `api_token`'s namespace sees, once there is one.
+async fn pending_as(app: &TestApp, api_token: &str) -> Vec<Value> {
     for _ in 0..200 {
-        let list = app.api_get("/v1/approvals").await.json();
+        let list = app
+            .api("GET", "/v1/approvals", Some(api_token), "")
+            .await
+            .json();
         let items = list["approvals"].as_array().cloned().unwrap_or_default();
         if !items.is_empty() {
             return items;
@@ -80,7 +124,7 @@ async fn decide(app: &TestApp, id: &str, body: &str) -> crate::helpers::Resp {
 
 #[tokio::test]
 async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() {
-    let app = spawn(r#"approval = "always""#).await;
+    let (app, marker) = spawn(r#"approval = "always""#).await;
     let mut s = app.stream("r1", None).await;
     assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
     let task = call(&app, "prod", "toolu_1");
@@ -100,7 +144,11 @@ async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() 
     assert_eq!(late.next(T).await.unwrap().kind(), "approval_required");
     let listed = pending(&app).await;
     assert_eq!(listed[0]["id"], card["id"]);
-    assert!(!task.is_finished(), "the call ran before it was approved");
+    assert!(
+        !task.is_finished(),
+        "the call answered before it was approved"
+    );
+    assert_eq!(marker.runs(), 0, "the tool ran before it was approved");
     let id = card["id"].as_str().unwrap().to_string();
     let r = decide(
         &app,
@@ -113,6 +161,7 @@ async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() 
     assert_eq!(r.json()["decided_by"], "default/api");
     let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
     assert_eq!(result["deployed"], true, "{result}");
+    assert_eq!(marker.runs(), 1, "the approved call ran its tool once");
     let resolved = s.next(T).await.unwrap();
     assert_eq!(resolved.kind(), "approval_resolved");
     assert_eq!(resolved.data().unwrap()["decision"], "approved");
@@ -136,7 +185,7 @@ async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() 
 
 #[tokio::test]
 async fn a_denial_and_a_timeout_give_the_model_an_error_and_never_run_the_tool() {
-    let app = spawn("approval = \"always\"\napproval_timeout_ms = 400").await;
+    let (app, marker) = spawn("approval = \"always\"\napproval_timeout_ms = 400").await;
     let task = call(&app, "prod", "toolu_1");
     let id = pending(&app).await[0]["id"].as_str().unwrap().to_string();
     let r = decide(
@@ -176,27 +225,30 @@ async fn a_denial_and_a_timeout_give_the_model_an_error_and_never_run_the_tool()
     let calls = app.api_get("/v1/runs/r1").await.json()["tool_calls"].clone();
     assert_eq!(calls[0]["outcome"], "denied");
     assert_eq!(calls[1]["outcome"], "denied");
+    assert_eq!(marker.runs(), 0, "a denied or expired call ran its tool");
 }
 
 #[tokio::test]
 async fn a_rule_lets_dev_through_and_holds_prod() {
-    let app = spawn(r#"approval = { pointer = "/env", values = ["prod"] }"#).await;
+    let (app, marker) = spawn(r#"approval = { pointer = "/env", values = ["prod"] }"#).await;
     let dev = tokio::time::timeout(T, call(&app, "dev", "toolu_1"))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(dev["deployed"], true);
+    assert_eq!(marker.runs(), 1, "the dev call ran its tool");
     let prod = call(&app, "prod", "toolu_2");
     let held = pending(&app).await;
     assert_eq!(held.len(), 1);
     assert_eq!(held[0]["args"]["env"], "prod");
     assert!(!prod.is_finished());
+    assert_eq!(marker.runs(), 1, "the held prod call ran its tool");
     prod.abort();
 }
 
 #[tokio::test]
 async fn a_dropped_bridge_call_cancels_its_approval() {
-    let app = spawn(r#"approval = "always""#).await;
+    let (app, marker) = spawn(r#"approval = "always""#).await;
     let mut s = app.stream("r1", None).await;
     assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
     let task = call(&app, "prod", "toolu_1");
@@ -207,13 +259,63 @@ async fn a_dropped_bridge_call_cancels_its_approval() {
     assert_eq!(resolved.data().unwrap()["decision"], "cancelled");
     let all = app.api_get("/v1/approvals?state=all").await.json();
     assert_eq!(all["approvals"][0]["state"], "cancelled");
+    assert_eq!(marker.runs(), 0, "a cancelled call ran its tool");
 }
+
+/// Namespace b's four tokens, made up by the test.
+const B_STORE: &str = "b-store-token-0123456789abcdef";
+const B_TOOL: &str = "b-tool-token-0123456789abcdef";
+const B_API: &str = "b-api-token-0123456789abcdef";
+const B_READ: &str = "b-read-token-0123456789abcdef";
 
 #[tokio::test]
 async fn bad_decisions_and_other_namespaces_get_problems() {
-    let app = spawn(r#"approval = "always""#).await;
+    let marker = Marker::new();
+    let tool = deploy_tool(&marker, r#"approval = "always""#);
+    let mut app = TestApp::spawn_with(move |c| {
+        c.tools.command.push(tool);
+        let secret = |s: &str| Some(callbackd::secret::Secret::new(s.to_string()));
+        c.namespaces.push(callbackd::namespaces::NamespaceConfig {
+            name: "b".into(),
+            store_token: secret(B_STORE),
+            tool_token: secret(B_TOOL),
+            api_token: secret(B_API),
+            api_read_token: secret(B_READ),
+            ..Default::default()
+        });
+    })
+    .await;
+    // Each namespace has a running run with a call of its own waiting for approval.
+    let a_store = std::mem::replace(&mut app.store_token, B_STORE.to_string());
+    for (store, agent_id, run_id) in [(B_STORE, "b1", "rb1"), (a_store.as_str(), "a1", "r1")] {
+        app.store_token = store.to_string();
+        let mut a = agent(agent_id, "/ws", 1_780_000_000_000);
+        a["activeRunId"] = json!(run_id);
+        app.store_ok("agents", "create", json!({"agent": a})).await;
+        let mut r = run(agent_id, run_id, 1);
+        r["status"] = json!("running");
+        app.store_ok("runs", "create", json!({"run": r})).await;
+    }
+    let app = Arc::new(app);
     let task = call(&app, "prod", "toolu_1");
     let id = pending(&app).await[0]["id"].as_str().unwrap().to_string();
+    let b_task = call_as(&app, B_TOOL, "b1", "staging", "toolu_b1");
+    let b_listed = pending_as(&app, B_API).await;
+    assert_eq!(
+        b_listed.len(),
+        1,
+        "b sees its own approval only: {b_listed:?}"
+    );
+    assert_eq!(b_listed[0]["args"]["env"], "staging");
+    let b_id = b_listed[0]["id"].as_str().unwrap().to_string();
+    assert_ne!(b_id, id);
+    let a_listed = pending(&app).await;
+    assert_eq!(
+        a_listed.len(),
+        1,
+        "a sees its own approval only: {a_listed:?}"
+    );
+    assert_eq!(a_listed[0]["id"], id.as_str());
     let token = app.api_token.clone();
     let read = app.api_read_token.clone();
     for (body, status, code) in [
@@ -232,15 +334,34 @@ async fn bad_decisions_and_other_namespaces_get_problems() {
         assert_eq!(r.status, status, "{body}: {}", r.text());
         assert_eq!(r.json()["code"], code);
     }
-    let r = app
-        .api(
-            "POST",
-            "/v1/approvals/appr_nope",
-            Some(&token),
-            r#"{"decision": "approve"}"#,
-        )
-        .await;
-    assert_eq!(r.status, 404);
+    // Another namespace's approval is answered as one that exists nowhere, both ways.
+    let ghost = format!("appr_{}", "0".repeat(b_id.len() - 5));
+    let decide_as = |token: &str, id: &str| {
+        let (app, token, id) = (app.clone(), token.to_string(), id.to_string());
+        async move {
+            let r = app
+                .api(
+                    "POST",
+                    &format!("/v1/approvals/{id}"),
+                    Some(&token),
+                    r#"{"decision": "approve"}"#,
+                )
+                .await;
+            (r.status, r.text().replace(&id, "<ID>"))
+        }
+    };
+    let nowhere = decide_as(&token, &ghost).await;
+    assert_eq!(nowhere.0, 404, "{nowhere:?}");
+    assert_eq!(
+        decide_as(&token, &b_id).await,
+        nowhere,
+        "a decides b's approval"
+    );
+    assert_eq!(
+        decide_as(B_API, &id).await,
+        nowhere,
+        "b decides a's approval"
+    );
     let r = app
         .api(
             "POST",
@@ -254,13 +375,30 @@ async fn bad_decisions_and_other_namespaces_get_problems() {
         .api("GET", "/v1/approvals?state=bogus", Some(&token), "")
         .await;
     assert_eq!(r.status, 400);
-    assert_eq!(pending(&app).await.len(), 1, "nothing above decided it");
+    // Nothing above decided either call, and neither ran its tool.
+    assert_eq!(pending(&app).await.len(), 1, "nothing above decided a's");
+    let b_still = pending_as(&app, B_API).await;
+    assert_eq!(b_still.len(), 1, "nothing above decided b's");
+    assert_eq!(b_still[0]["id"], b_id.as_str());
+    assert!(!task.is_finished() && !b_task.is_finished());
+    assert_eq!(marker.runs(), 0);
+    // b's own token decides b's: the id was real, and only b's call runs.
+    let r = decide_as(B_API, &b_id).await;
+    assert_eq!(r.0, 200, "{r:?}");
+    let result = tokio::time::timeout(T, b_task).await.unwrap().unwrap();
+    assert_eq!(result["deployed"], true, "{result}");
+    assert_eq!(marker.runs(), 1);
+    assert_eq!(pending(&app).await[0]["id"], id.as_str(), "a's still waits");
     task.abort();
 }
 
 #[tokio::test]
 async fn a_rule_on_an_argument_no_schema_declares_is_a_startup_error() {
-    let tool = deploy_tool(r#"approval = { pointer = "/enviroment", values = ["prod"] }"#);
+    let marker = Marker::new();
+    let tool = deploy_tool(
+        &marker,
+        r#"approval = { pointer = "/enviroment", values = ["prod"] }"#,
+    );
     let mut config = callbackd::config::Config::default();
     config.server.listen = "127.0.0.1:0".into();
     let dir = tempfile::tempdir().unwrap();
@@ -278,7 +416,8 @@ async fn a_rule_on_an_argument_no_schema_declares_is_a_startup_error() {
 
 #[tokio::test]
 async fn a_restart_while_an_approval_is_pending_cancels_it() {
-    let tool = deploy_tool(r#"approval = "always""#);
+    let marker = Marker::new();
+    let tool = deploy_tool(&marker, r#"approval = "always""#);
     let app = TestApp::spawn_with(move |c| {
         c.tools.command.push(tool);
         c.server.shutdown_grace_ms = 300;
@@ -311,7 +450,7 @@ async fn a_restart_while_an_approval_is_pending_cancels_it() {
         sender.send_request(req).await.map(|r| r.status())
     });
     pending(&app).await;
-    let tool = deploy_tool(r#"approval = "always""#);
+    let tool = deploy_tool(&marker, r#"approval = "always""#);
     let dir = app.stop().await;
     let _ = bridge.await;
     let app = TestApp::spawn_in(dir, move |c| c.tools.command.push(tool)).await;
@@ -323,11 +462,12 @@ async fn a_restart_while_an_approval_is_pending_cancels_it() {
         calls[0]["cut_off"], false,
         "it never ran: its effect is known"
     );
+    assert_eq!(marker.runs(), 0, "the cancelled call ran its tool");
 }
 
 #[tokio::test]
 async fn callbackd_approvals_and_deny_on_the_command_line() {
-    let app = spawn(r#"approval = "always""#).await;
+    let (app, marker) = spawn(r#"approval = "always""#).await;
     let task = call(&app, "prod", "toolu_1");
     let id = pending(&app).await[0]["id"].as_str().unwrap().to_string();
     let url = format!("http://{}", app.addr);
@@ -368,4 +508,5 @@ async fn callbackd_approvals_and_deny_on_the_command_line() {
             .contains("not today"),
         "{result}"
     );
+    assert_eq!(marker.runs(), 0, "the denied call ran its tool");
 }

@@ -6,7 +6,7 @@
 //! ([`StoreCall::parse`]), list cursors, event offsets, base64 blob data and the Connect
 //! body reader (content type, encoding, gzip, timeout header). The case count is proptest's
 //! (256, or `PROPTEST_CASES`); `scripts/hardening props` is the long run (see "Hardening
-//! tests" in README.md).
+//! tests" in docs/hardening.md).
 
 use std::io::Write;
 use std::sync::Arc;

@@ -35,7 +35,7 @@ pub struct TestApp {
     /// The daemon's store (for `subscribe`).
     pub store: std::sync::Arc<dyn callbackd::Store>,
     /// Reloads namespaces and tokens, as SIGHUP does.
-    pub reloader: callbackd::namespaces::reload::Reloader,
+    pub reloader: callbackd::app::reload::Reloader,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
 }

@@ -441,6 +441,7 @@ async fn a_run_api_stream_on_one_daemon_follows_appends_through_another() {
     let quick = std::time::Duration::from_millis(1000);
     assert_eq!(s.next(quick).await.unwrap().kind(), "run_started");
     assert_eq!(s.next(quick).await.unwrap().kind(), "up_to_date");
+    let mut kinds = Vec::new();
     for (i, m) in turn[1..].iter().enumerate() {
         append(&a, "r1", m.clone()).await;
         let started = std::time::Instant::now();
@@ -451,16 +452,22 @@ async fn a_run_api_stream_on_one_daemon_follows_appends_through_another() {
             i + 2,
             started.elapsed()
         );
-        if let crate::sse::Frame::Event { id: Some(id), .. } = &frame {
-            assert_eq!(*id, i as u64 + 2, "{frame:?}");
+        match &frame {
+            crate::sse::Frame::Event { id: Some(id), .. } => {
+                assert_eq!(*id, i as u64 + 2, "{frame:?}")
+            }
+            other => panic!("event {} came as {other:?}", i + 2),
         }
+        kinds.push(frame.kind().to_string());
     }
-    let rest = s.collect(std::time::Duration::from_secs(10)).await;
-    let last = rest.last().map(|f| f.kind().to_string());
-    assert!(
-        last.as_deref() == Some("completed") || rest.is_empty(),
-        "{rest:?}"
+    // The last append was the terminal event: the stream ends there, with nothing after it.
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("completed"),
+        "{kinds:?}"
     );
+    let rest = s.collect(std::time::Duration::from_secs(10)).await;
+    assert!(rest.is_empty(), "after the terminal event: {rest:?}");
     drop((a, b));
     pg.drop_schema();
 }

@@ -752,6 +752,76 @@ async fn metrics_count_open_streams_followers_and_retention() {
     let text = app.api("GET", "/metrics", None, "").await.text();
     assert_eq!(metric(&text, "callbackd_streams_open"), 0.0, "{text}");
     assert_eq!(metric(&text, "callbackd_stream_followers"), 0.0, "{text}");
+    assert_eq!(
+        metric(&text, "callbackd_retention_removed_total"),
+        0.0,
+        "{text}"
+    );
+}
+
+/// The daemon's own periodic retention (not a direct `prune`) removes the events of ended
+/// runs and counts them, in the unit its help text names.
+#[tokio::test]
+async fn periodic_retention_removes_ended_runs_events_and_counts_them() {
+    let app = TestApp::spawn_with(|c| {
+        c.retention.events_max_age = Some("1ms".into());
+        c.retention.interval = "100ms".into();
+        c.retention.batch_runs = 1;
+    })
+    .await;
+    // Two ended runs of 3 and 4 events, and a live one that keeps its 2.
+    setup(&app, "r1", "running").await;
+    for (run_id, events, ended) in [("r1", 3, true), ("r2", 4, true), ("r3", 2, false)] {
+        if run_id != "r1" {
+            let mut r = run("a1", run_id, 1);
+            r["status"] = json!("running");
+            app.store_ok("runs", "create", json!({"run": r})).await;
+        }
+        for i in 0..events {
+            append(
+                &app,
+                run_id,
+                json!({"type": "thinking", "text": format!("{i}")}),
+            )
+            .await;
+        }
+        if ended {
+            finish_run(&app, run_id).await;
+        }
+    }
+    let count = || async {
+        let text = app.api("GET", "/metrics", None, "").await.text();
+        let help = text
+            .lines()
+            .find(|l| l.starts_with("# HELP callbackd_retention_removed"))
+            .map(str::to_string);
+        let value = text
+            .lines()
+            .find_map(|l| l.strip_prefix("callbackd_retention_removed_total "))
+            .and_then(|v| v.parse::<f64>().ok());
+        (help, value)
+    };
+    let deadline = std::time::Instant::now() + T;
+    let (help, value) = loop {
+        let (help, value) = count().await;
+        if value == Some(7.0) || std::time::Instant::now() > deadline {
+            break (help, value);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(value, Some(7.0), "7 events of 2 runs removed");
+    let help = help.unwrap_or_default();
+    assert!(help.contains(" Run events removed by retention"), "{help}");
+    for (run_id, kept) in [("r1", 0), ("r2", 0), ("r3", 2)] {
+        let events = app
+            .store_ok("runEvents", "list", json!({"runId": run_id}))
+            .await;
+        let n = events.unwrap()["items"].as_array().unwrap().len();
+        assert_eq!(n, kept, "{run_id}");
+    }
+    // Nothing more to remove: the count stays.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(count().await.1, Some(7.0));
 }
 
 #[tokio::test]

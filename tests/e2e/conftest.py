@@ -10,7 +10,8 @@ Env knobs:
   CALLBACKD_E2E_DIR    where setup.sh put the venv and the fake backend cache (default target/e2e)
   NODE, BRIDGE_DIR, FAKEBACKEND_CACHE   as printed by setup.sh; setup.sh is run when unset
   E2E_REFERENCE_DIR    debug only: a folder with the reference logstore.py/toolserver.py to use
-                       instead of callbackd (database assertions are then skipped)
+                       instead of callbackd (database assertions are then skipped); refused
+                       when CI is set
 """
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ from pathlib import Path
 import pytest
 
 import harness as h
+
+
+def pytest_configure(config):
+    # The reference servers skip every database assertion: a debugging aid that must never
+    # stand in for callbackd in a CI run.
+    ci = os.environ.get("CI", "").lower() not in ("", "0", "false")
+    if ci and os.environ.get("E2E_REFERENCE_DIR"):
+        raise pytest.UsageError("E2E_REFERENCE_DIR is debug only (it skips the database assertions) "
+                                "and is refused when CI is set")
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Prepares everything the end-to-end tests need, under one directory that is never committed:
 #   E2E_DIR/venv/          Python venv with cursor-sdk==1.1.0 (the real bridge ships inside the
-#                          wheel at <site-packages>/cursor_sdk/_vendor/bridge), pytest and
-#                          jsonschema (the schema oracle)
+#                          wheel at <site-packages>/cursor_sdk/_vendor/bridge), pytest,
+#                          jsonschema (the schema oracle), mypy (checks clients/python), and
+#                          clients/python itself, installed editable (httpx comes with cursor-sdk)
+#   E2E_DIR/ts/node_modules/  the TypeScript client's dev dependencies (typescript,
+#                          openapi-typescript, @types/node: `npm ci` of clients/typescript's lock)
 #   E2E_DIR/fbcache/       what the fake backend needs (FAKEBACKEND_CACHE):
 #     sdkcopy/             a copy of the bridge's bundled @cursor/sdk ESM build whose index.js also
 #                          exports the webpack module loader, so the fake backend can use the SDK's
@@ -13,7 +16,8 @@
 # Env: PYTHON  interpreter used to create the venv (default python3; must be >= 3.11)
 #
 # Prints shell assignments on stdout (progress goes to stderr), so callers can do
-#   eval "$(tests/e2e/setup.sh)"   # exports CALLBACKD_E2E_DIR, E2E_PYTHON, FAKEBACKEND_CACHE, BRIDGE_DIR, NODE
+#   eval "$(tests/e2e/setup.sh)"   # exports CALLBACKD_E2E_DIR, E2E_PYTHON, FAKEBACKEND_CACHE, BRIDGE_DIR, NODE,
+#                                  # CALLBACKD_TS_NODE_MODULES
 # Idempotent: when everything is in place it only checks and prints (well under a second).
 # Adapted from the fake backend's own setup.sh (see fakebackend.mjs); the bridge comes from
 # `pip install` here instead of `pip download` + unzip.
@@ -32,7 +36,8 @@ CACHE="$E2E/fbcache"
 STAMP="$VENV/.callbackd-e2e-installed"
 # jsonschema: the oracle of the differential schema test (tests/schema_oracle), pinned so a
 # new release cannot change a verdict under CI.
-WANT="cursor-sdk==$SDK_VERSION pytest jsonschema==4.26.0"
+# mypy: the type check of clients/python, pinned for the same reason.
+WANT="cursor-sdk==$SDK_VERSION pytest jsonschema==4.26.0 mypy==2.4.1"
 
 site_packages() {  # the venv's site-packages, without starting python
   local d
@@ -107,6 +112,28 @@ if ! cache_ready; then
   cache_ready || die "cache $CACHE is still incomplete"
 fi
 
+# 4. The Python client (clients/python), editable, so the tests import this checkout's code.
+CLIENT_PY="$REPO/clients/python"
+if ! grep -qs "$CLIENT_PY" "$SP"/__editable__*callbackd_client* "$SP"/*.pth; then
+  lock
+  say "pip install -e $CLIENT_PY"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e "$CLIENT_PY" >&2 \
+    || die "pip install -e $CLIENT_PY failed"
+fi
+
+# 5. The TypeScript client's dev dependencies, from its lock file (npm ci; no install scripts).
+CLIENT_TS="$REPO/clients/typescript"
+TSDIR="$E2E/ts"
+if ! cmp -s "$CLIENT_TS/package-lock.json" "$TSDIR/.installed-lock" || [ ! -f "$TSDIR/node_modules/typescript/package.json" ]; then
+  lock
+  command -v npm >/dev/null || die "npm is missing (Node.js >= 18 with npm installs the TypeScript client's dev dependencies)"
+  say "npm ci (typescript, openapi-typescript) in $TSDIR"
+  mkdir -p "$TSDIR"
+  cp "$CLIENT_TS/package.json" "$CLIENT_TS/package-lock.json" "$TSDIR/"
+  (cd "$TSDIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2) || die "npm ci in $TSDIR failed"
+  cp "$CLIENT_TS/package-lock.json" "$TSDIR/.installed-lock"
+fi
+
 say "ready (bridge $BRIDGE)"
-printf 'export CALLBACKD_E2E_DIR=%q\nexport E2E_PYTHON=%q\nexport FAKEBACKEND_CACHE=%q\nexport BRIDGE_DIR=%q\nexport NODE=%q\n' \
-  "$E2E" "$VENV/bin/python" "$CACHE" "$BRIDGE" "$NODE"
+printf 'export CALLBACKD_E2E_DIR=%q\nexport E2E_PYTHON=%q\nexport FAKEBACKEND_CACHE=%q\nexport BRIDGE_DIR=%q\nexport NODE=%q\nexport CALLBACKD_TS_NODE_MODULES=%q\n' \
+  "$E2E" "$VENV/bin/python" "$CACHE" "$BRIDGE" "$NODE" "$TSDIR/node_modules"

@@ -21,15 +21,29 @@ DEPLOY = """
 [[tools.command]]
 name = "deploy"
 description = "Deploys to an environment"
-argv = ["sh", "-c", "echo '{{\\"deployed\\": true}}'"]
+argv = ["sh", "-c", "echo ran >> '{marker}'; echo '{{\\"deployed\\": true}}'"]
 input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
 approval = {{ pointer = "/env", values = ["prod"] }}
 approval_timeout_ms = {timeout}
 """
 
 
+def marker(tmp) -> str:
+    """The deploy tool's side effect: a line in this file each time it runs."""
+    return str(tmp / "deploy-runs")
+
+
+def runs(tmp) -> int:
+    """How many times the deploy tool ran."""
+    try:
+        with open(marker(tmp)) as f:
+            return len(f.read().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
 def stack(env, tmp, args: dict, timeout: int = 60000) -> ApiStack:
-    return ApiStack(env, tmp, scenario="tool", config=DEPLOY.format(timeout=timeout),
+    return ApiStack(env, tmp, scenario="tool", config=DEPLOY.format(timeout=timeout, marker=marker(tmp)),
                     backend_env={"FB_TOOL_NAME": "deploy", "FB_TOOL_ARGS": json.dumps(args)})
 
 
@@ -61,6 +75,7 @@ def test_approve_runs_the_tool_and_a_late_stream_sees_the_card(setup_env, tmp_pa
     c2.close()
     status, listed = s.api.call("GET", "/v1/approvals?state=pending")
     assert [a["id"] for a in listed["approvals"]] == [card["id"]]
+    assert runs(tmp_path) == 0, "the tool ran before it was approved"
     status, decided = s.api.call("POST", f"/v1/approvals/{card['id']}", {"decision": "approve"})
     assert status == 200 and decided["state"] == "approved", decided
     rest = events(read_all(r, limit=60))
@@ -70,6 +85,7 @@ def test_approve_runs_the_tool_and_a_late_stream_sees_the_card(setup_env, tmp_pa
     tool = [e for e in rest if e["type"] == "tool_completed"][0]
     assert tool["outcome"] == "ok" and tool["tool"] == "deploy"
     assert "deployed" in rest[-1]["output"] and rest[-1]["status"] == "finished"
+    assert runs(tmp_path) == 1, "the approved call ran its tool once"
 
 
 def test_deny_and_timeout_give_the_model_an_error_and_the_run_finishes(setup_env, tmp_path):
@@ -83,6 +99,7 @@ def test_deny_and_timeout_give_the_model_an_error_and_the_run_finishes(setup_env
     c.close()
     tool = [e for e in rest if e["type"] == "tool_completed"][0]
     assert tool["outcome"] == "denied", rest
+    assert runs(tmp_path) == 0, "the denied call ran its tool"
     assert rest[-1]["type"] == "completed" and rest[-1]["status"] == "finished"
     assert "denied" in rest[-1]["output"] and "freeze" in rest[-1]["output"], rest[-1]
     # Nobody decides: after approval_timeout_ms the call is denied.
@@ -92,6 +109,7 @@ def test_deny_and_timeout_give_the_model_an_error_and_the_run_finishes(setup_env
     resolved = [e for e in rest if e["type"] == "approval_resolved"]
     assert resolved and resolved[0]["decision"] == "expired", rest
     assert rest[-1]["type"] == "completed" and "nobody approved" in rest[-1]["output"]
+    assert runs(tmp_path) == 0, "a denied or expired call ran its tool"
 
 
 def test_a_rule_lets_dev_calls_through(setup_env, tmp_path):
@@ -102,6 +120,7 @@ def test_a_rule_lets_dev_calls_through(setup_env, tmp_path):
     c.close()
     assert "approval_required" not in [e["type"] for e in rest]
     assert [e for e in rest if e["type"] == "tool_completed"][0]["outcome"] == "ok"
+    assert runs(tmp_path) == 1, "the dev call ran its tool"
 
 
 def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_env, tmp_path):
@@ -115,7 +134,7 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     config = tmp_path / "callbackd.toml"
     # Short: after the restart the bridge calls the tool again, and those calls are held too;
     # nobody decides them, so they are denied when this runs out and the run can end.
-    config.write_text(DEPLOY.format(timeout=3000))
+    config.write_text(DEPLOY.format(timeout=3000, marker=marker(tmp_path)))
     ws = tmp_path / "ws"
     store_token, tool_token = h.rand_token(), h.rand_token()
     daemon = h.Callbackd(tmp_path, db, store_token, tool_token)
@@ -132,7 +151,15 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     decl = {"deploy": {"description": "Deploys", "inputSchema": {
         "type": "object", "properties": {"env": {"type": "string"}}}}}
     aid = bridge.client.create_agent(ws, custom_tools=decl)
-    t = threading.Thread(target=lambda: bridge.client.send(aid, "deploy with the tool", timeout=120), daemon=True)
+    result = {}
+
+    def send():
+        try:
+            result["r"] = bridge.client.send(aid, "deploy with the tool", timeout=120)
+        except BaseException as e:      # the main thread asserts on it
+            result["error"] = repr(e)
+
+    t = threading.Thread(target=send, daemon=True)
     t.start()
     api = Api(daemon.url, tomllib.loads((db.parent / "callbackd.tokens").read_text())["api_token"])
     deadline = time.monotonic() + 30
@@ -146,16 +173,29 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     daemon.proc.stop(signal.SIGKILL)
     start()
     t.join(timeout=90)
+    assert not t.is_alive(), "the bridge's Send never ended"
+    assert "error" not in result, f"the bridge's Send failed: {result['error']}"
+    _, run_result = result["r"]
     status, all_ = api.call("GET", "/v1/approvals?state=all")
-    assert all_["approvals"][0]["state"] == "cancelled", all_
+    approvals = sorted(all_["approvals"], key=lambda a: a["created_at"])
+    assert approvals[0]["state"] == "cancelled" and approvals[0]["decided_by"] == "callbackd", all_
+    # When the bridge calls the tool again after the restart, that call is held too; nobody
+    # decides it, so it expires.
+    assert all(a["state"] == "expired" for a in approvals[1:]), all_
     c, r = api.open("GET", f"/v1/runs/{run_id}/stream")
     evs = events(read_all(r, limit=60))
     c.close()
-    # Never "unknown": a held call never ran. The first completion is the cancelled call's
-    # (or, when the bridge's retry reused its call id, the denied retry's).
+    # Never "unknown": a held call never ran. Each call's completion says how its (last)
+    # approval ended: cancelled by the restart, or denied when a retry's expired.
     tool = [e for e in evs if e["type"] in ("tool_completed", "tool_outcome_unknown")]
     assert tool and all(e["type"] == "tool_completed" for e in tool), evs
-    assert tool[0]["outcome"] in ("cancelled", "denied"), evs
-    assert evs[-1]["type"] in ("completed", "error")
+    last = {a["tool_call_id"]: a["state"] for a in approvals}
+    meant = {"cancelled": "cancelled", "expired": "denied"}
+    assert [e["outcome"] for e in tool] == [meant[last[e["tool_call_id"]]] for e in tool], (evs, all_)
+    assert tool[0]["tool_call_id"] == approvals[0]["tool_call_id"], (evs, all_)
+    assert evs[-1]["type"] == "completed" and evs[-1]["status"] == "finished", evs
+    assert run_result["status"] == "RUN_LIFECYCLE_STATUS_FINISHED", run_result
+    assert run_result["result"]["result"] == evs[-1]["output"], (run_result, evs[-1])
+    assert runs(tmp_path) == 0, "the held call ran its tool"
     bridge.stop()
     daemon.proc.stop()

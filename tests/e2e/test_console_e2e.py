@@ -41,7 +41,7 @@ timeout_ms = 30000
 name = "guarded"
 description = "Answers at once, once a person approved the call"
 input_schema = {{ type = "object" }}
-argv = ["sh", "-c", "echo '{{\\"done\\": true}}'"]
+argv = ["sh", "-c", "echo ran >> '__MARKER__'; echo '{{\\"done\\": true}}'"]
 approval = "always"
 '''
 
@@ -222,7 +222,12 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
     shots = tmp_path / "screenshots"
     shots.mkdir()
     config = tmp_path / "callbackd.toml"
-    config.write_text(CONFIG)
+    # The guarded tool leaves a line in this file each time it runs.
+    marker = tmp_path / "guarded-runs"
+    config.write_text(CONFIG.replace("__MARKER__", str(marker)))
+
+    def guarded_runs() -> int:
+        return len(marker.read_text().splitlines()) if marker.exists() else 0
     monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
     monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
     monkeypatch.setenv("CALLBACKD_API_READ_TOKEN", READ_TOKEN)
@@ -329,10 +334,12 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b("wait", selector=".transcript .approval[data-decision='pending'] button.primary")
         assert "deploy" in b("eval", js="() => document.querySelector('.transcript .approval').textContent")
         b("screenshot", path=str(shots / "5-approval.png"))
+        assert guarded_runs() == 0, "the guarded tool ran before it was approved"
         b("click", selector=".transcript .approval button.primary")
         b("wait", selector=".transcript .approval[data-decision='approved']")
         b("wait", selector=".final .output", timeout_ms=30000)
         assert b("eval", js="() => document.querySelector('.final .output').textContent") == 'Guarded said: {"done":true}'
+        assert guarded_runs() == 1, "the approved call ran its tool once"
         assert b("eval", js="() => document.querySelectorAll('.transcript .approval button').length") == 0
 
         # Cancel during a slow tool call: the run ends cancelled; the call the bridge left

@@ -615,6 +615,7 @@ def test_forged_requests_on_a_live_run_of_b(ns):
     rest = events_of(r)
     c.close()
     t.join(timeout=60)
+    assert not t.is_alive(), "b's second stream never ended"
     assert rest[-1]["type"] == "completed" and rest[-1]["status"] == "finished", \
         f"b's run did not finish after a's forged cancel: {rest[-3:]}"
     assert follow["status"] == 200 and follow["events"][-1]["type"] == "completed", follow

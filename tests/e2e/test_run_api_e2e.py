@@ -301,7 +301,14 @@ def test_daemon_restart_mid_run_and_the_stream_resumes_from_the_store(setup_env,
     tools = {"slow": {"description": "Sleeps", "inputSchema": {"type": "object"}}}
     aid = bridge.client.create_agent(s.ws, custom_tools=tools)
     result = {}
-    t = threading.Thread(target=lambda: result.update(r=bridge.client.send(aid, "call slow", timeout=120)))
+
+    def send():
+        try:
+            result["r"] = bridge.client.send(aid, "call slow", timeout=120)
+        except BaseException as e:      # the main thread asserts on it
+            result["error"] = repr(e)
+
+    t = threading.Thread(target=send, daemon=True)
     t.start()
     token = tomllib.loads((s.db.parent / "callbackd.tokens").read_text())["api_token"]
     api = Api(daemon.url, token)
@@ -331,13 +338,20 @@ def test_daemon_restart_mid_run_and_the_stream_resumes_from_the_store(setup_env,
     c.close()
     start_daemon()
     t.join(timeout=120)
+    assert not t.is_alive(), "the bridge's Send never ended"
+    assert "error" not in result, f"the bridge's Send failed: {result['error']}"
+    _, run_result = result["r"]
     c, r = api.open("GET", f"/v1/runs/{run_id}/stream?after={last}")
     rest = read_all(r, limit=60)
     c.close()
     ids = [i for i, _ in durable(rest)]
     assert ids and ids[0] == last + 1 and ids == list(range(last + 1, last + 1 + len(ids)))
     evs = [d for k, _, d, _ in rest if k == "event"]
-    assert evs[-1]["type"] in ("completed", "error"), evs
+    # The run finishes (the bridge calls the tool again), and what the bridge's Send returned
+    # is what the stream's terminal event says.
+    assert evs[-1]["type"] == "completed" and evs[-1]["status"] == "finished", evs
+    assert run_result["status"] == "RUN_LIFECYCLE_STATUS_FINISHED", run_result
+    assert run_result["result"]["result"] == evs[-1]["output"], (run_result, evs[-1])
     # The call the kill cut off is recorded as interrupted, and its failed completion is
     # reported as tool_outcome_unknown, never as a plain error.
     st, state = api.call("GET", f"/v1/runs/{run_id}")
@@ -362,8 +376,8 @@ def test_the_client_example_resumes_after_a_killed_connection(setup_env, tmp_pat
 
 
 def test_the_readme_curl_examples(setup_env, tmp_path):
-    """The README's curl block, as written, but for the port (the test's daemon has a free one)."""
-    text = (REPO / "README.md").read_text()
+    """docs/run-api.md's curl block, as written, but for the port (the test's daemon has a free one)."""
+    text = (REPO / "docs" / "run-api.md").read_text()
     block = text.split("<!-- run-api-curl", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     s = ApiStack(setup_env, tmp_path)
     script = block.replace("http://127.0.0.1:7420", s.api.url)

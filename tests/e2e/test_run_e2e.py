@@ -120,11 +120,11 @@ def test_run_does_not_spawn_bridge_when_daemon_cannot_start(setup_env, tmp_path)
     # a spawned bridge would have printed its ready line and written its token under TMPDIR
     assert "cursor-sdk-bridge ready" not in err and not list((tmp_path / "tmp").glob("cursor-sdk-bridge-*")), err
     assert not h.live_pids_mentioning(str(tmp_path / "run-state")), "a bridge was spawned"
-    assert str(port) in err or "address" in err.lower(), f"the error should say why: {err}"
+    assert f"cannot listen on 127.0.0.1:{port}" in err, f"the error should say why: {err}"
 
 
 def test_python_sdk_attaches_to_callbackd_run(setup_env, tmp_path):
-    """The README's "Using callbackd with the Python SDK" snippet, executed as is.
+    """docs/bridge.md's "Using callbackd with the Python SDK" snippet, executed as is.
     Note: the SDK only accepts custom tools that carry a Python `execute` handler, and in
     attach mode it then points the bridge's tool callback at its own server (SetToolCallback),
     so callbackd's tools are declared with a raw CreateAgent, not through this client."""

@@ -1,8 +1,8 @@
 //! The hostile client across namespaces (issue 12, docs/namespaces.md "Isolation"): a daemon
-//! with two namespaces `a` and `b`; b holds agents, runs, events, checkpoints and a memory
-//! note; then a's tokens send the hostile cases and forgeries aimed at b's ids (every store
+//! with two namespaces `a` and `b`; b holds agents, runs, events, checkpoints, a memory
+//! note and a tool call waiting for a person's approval; then a's tokens send the hostile cases and forgeries aimed at b's ids (every store
 //! call on b's agent, run and blob ids, deletes with an empty filter, appends to b's run, the
-//! memory tool on b's agent, the run API on b's sessions and runs), and b's tokens are
+//! memory tool on b's agent, the run API on b's sessions, runs and pending approval), and b's tokens are
 //! presented to the services they do not belong to.
 //!
 //! Asserted: each forgery of a is answered exactly as the same request for an id that exists
@@ -49,8 +49,19 @@ const B: Ns = Ns {
     api_read: "xns-b-apiread-7e8d9c0b1a2f3e4d5c6b7a8f",
 };
 
+/// A command tool every call of which waits for a person (b's call of it stays pending
+/// for the whole test).
+const HELD_TOOL: &str = r#"
+[[tools.command]]
+name = "deploy"
+description = "Deploys"
+argv = ["sh", "-c", "echo '{}'"]
+input_schema = { type = "object", properties = { env = { type = "string" } } }
+approval = "always"
+"#;
+
 fn namespaces_toml() -> String {
-    [A, B]
+    let namespaces: String = [A, B]
         .iter()
         .map(|n| {
             format!(
@@ -59,7 +70,8 @@ fn namespaces_toml() -> String {
                 n.name, n.store, n.tool, n.api, n.api_read
             )
         })
-        .collect()
+        .collect();
+    format!("{HELD_TOOL}{namespaces}")
 }
 
 // b's ids. Each has a ghost of the same length that exists in no namespace.
@@ -71,6 +83,10 @@ const BLOB: &str = "blob-b1";
 const GHOST_AGENT: &str = "agent-g1";
 const GHOST_RUN: &str = "run-g1";
 const GHOST_BLOB: &str = "blob-g1";
+/// The id of b's pending approval (made by the daemon: known once b's call is held), and a
+/// ghost of its shape.
+static APPROVAL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+const GHOST_APPROVAL: &str = "appr_0000000000000000";
 
 fn agent_doc(id: &str, run: Option<&str>, updated: i64) -> Value {
     json!({"agentId": id, "cwd": "/b-ws", "status": "running", "activeRunId": run,
@@ -155,6 +171,38 @@ async fn fill_b(d: &Daemon) {
     );
 }
 
+/// b's bridge calls the held tool on its agent (whose active run is [`RUN`]): the call
+/// waits, on a connection of its own, until b decides it. Returns the call's task and sets
+/// [`APPROVAL`] once the approval is listed to b.
+async fn hold_b_call(d: &Daemon) -> tokio::task::JoinHandle<Option<Reply>> {
+    let body = json!({"toolName": "deploy", "agentId": AGENT, "toolCallId": "toolu_b1",
+                      "args": {"env": format!("{MARK} prod")}})
+    .to_string();
+    let bytes = Req::tool(body.as_bytes(), B.tool).build();
+    let addr = d.addr;
+    let call = tokio::spawn(async move {
+        let mut c = daemon::Conn::open(addr).await.expect("connect");
+        c.send(&bytes).await.expect("b's held call")
+    });
+    for _ in 0..500 {
+        let listed = d.api_as(B.api, "GET", "/v1/approvals", None).await;
+        let v: Value = serde_json::from_slice(&listed.body).expect("approvals list");
+        if let Some(id) = v["approvals"][0]["id"].as_str() {
+            assert_eq!(v["approvals"][0]["run_id"], RUN, "{v}");
+            assert_eq!(
+                id.len(),
+                GHOST_APPROVAL.len(),
+                "the ghost has b's shape: {id}"
+            );
+            APPROVAL.set(id.to_string()).expect("one held call");
+            return call;
+        }
+        assert!(!call.is_finished(), "b's call was not held");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("b's call never showed as pending");
+}
+
 /// What b reads of its data through its own store and API tokens, every answer whole. (Not
 /// the memory tool: each call of it adds a tool call record; the notes are in the rows.)
 async fn view_b(d: &Daemon) -> Vec<(String, u16, String)> {
@@ -191,6 +239,8 @@ async fn view_b(d: &Daemon) -> Vec<(String, u16, String)> {
         format!("/v1/runs/{RUN}"),
         format!("/v1/runs/{RUN}/events"),
         format!("/v1/runs/{RUN2}/events"),
+        "/v1/approvals".to_string(),
+        "/v1/approvals?state=all".to_string(),
     ] {
         let r = d.api_as(B.api, "GET", &path, None).await;
         out.push((format!("GET {path}"), r.status, r.text()));
@@ -227,17 +277,24 @@ struct Ids {
     agent: &'static str,
     run: &'static str,
     blob: &'static str,
+    approval: &'static str,
 }
 
-const B_IDS: Ids = Ids {
-    agent: AGENT,
-    run: RUN,
-    blob: BLOB,
-};
+/// b's ids (once b's call is held: [`hold_b_call`]).
+fn b_ids() -> Ids {
+    Ids {
+        agent: AGENT,
+        run: RUN,
+        blob: BLOB,
+        approval: APPROVAL.get().expect("b's call is held"),
+    }
+}
+
 const GHOST_IDS: Ids = Ids {
     agent: GHOST_AGENT,
     run: GHOST_RUN,
     blob: GHOST_BLOB,
+    approval: GHOST_APPROVAL,
 };
 
 fn store_req(substore: &str, method: &str, input: &Value) -> Vec<u8> {
@@ -488,10 +545,16 @@ fn reading_forgeries() -> Vec<Forgery> {
             Some(json!({"text": "hello"})),
         ),
         api_forgery(
-            "decide an approval id of b's shape",
+            "approve b's pending approval",
             "POST",
-            |i| format!("/v1/approvals/{}", i.blob),
+            |i| format!("/v1/approvals/{}", i.approval),
             Some(json!({"decision": "approve"})),
+        ),
+        api_forgery(
+            "deny b's pending approval",
+            "POST",
+            |i| format!("/v1/approvals/{}", i.approval),
+            Some(json!({"decision": "deny", "reason": "a's"})),
         ),
     ]
 }
@@ -627,6 +690,11 @@ fn blanket_requests() -> Vec<(&'static str, Vec<u8>, Option<u16>)> {
             api_req("GET", "/v1/approvals", None),
             None,
         ),
+        (
+            "GET /v1/approvals?state=all",
+            api_req("GET", "/v1/approvals?state=all", None),
+            None,
+        ),
         ("b's tool token on the store", b_store(B.tool), Some(401)),
         ("b's API token on the store", b_store(B.api), Some(401)),
         (
@@ -661,6 +729,7 @@ fn masked(reply: &Reply, ids: &Ids) -> (u16, String) {
         (ids.agent, "<AGENT>"),
         (ids.run, "<RUN>"),
         (ids.blob, "<BLOB>"),
+        (ids.approval, "<APPROVAL>"),
     ] {
         text = text.replace(id, mask);
     }
@@ -717,7 +786,7 @@ fn leaks(reply: &Reply) -> bool {
 /// Sends each forgery with b's ids and with the ghost ids; both answers must be the same.
 async fn differential(d: &Daemon, forgeries: &[Forgery], failures: &mut Vec<String>) {
     for f in forgeries {
-        let forged = send(d, &(f.make)(&B_IDS)).await;
+        let forged = send(d, &(f.make)(&b_ids())).await;
         let ghost = send(d, &(f.make)(&GHOST_IDS)).await;
         let (forged, ghost) = match (forged, ghost) {
             (Ok(f), Ok(g)) => (f, g),
@@ -736,7 +805,7 @@ async fn differential(d: &Daemon, forgeries: &[Forgery], failures: &mut Vec<Stri
                 forged.text()
             ));
         }
-        if masked(&forged, &B_IDS) != masked(&ghost, &GHOST_IDS) {
+        if masked(&forged, &b_ids()) != masked(&ghost, &GHOST_IDS) {
             failures.push(format!(
                 "{}: answered unlike an id that does not exist: {} {} / for the ghost: {} {}",
                 f.name,
@@ -858,6 +927,7 @@ async fn a_namespace_cannot_reach_another_namespaces_data() {
 
     // Arrange: b's data, what b reads of it, and its rows.
     fill_b(&daemon).await;
+    let held = hold_b_call(&daemon).await;
     let b_view = view_b(&daemon).await;
     let b_rows = daemon::snapshot_ns(&db, B.name);
     for table in [
@@ -867,6 +937,7 @@ async fn a_namespace_cannot_reach_another_namespaces_data() {
         "checkpoints",
         "memory_notes",
         "tool_calls",
+        "approvals",
     ] {
         let rows = b_rows
             .iter()
@@ -914,7 +985,7 @@ async fn a_namespace_cannot_reach_another_namespaces_data() {
     for f in reading.iter().chain(&writing) {
         // Streams of a's own runs (created under b's ids above) would stay open.
         if !f.name.starts_with("stream") {
-            requests.push((f.name.to_string(), (f.make)(&B_IDS), None));
+            requests.push((f.name.to_string(), (f.make)(&b_ids()), None));
         }
     }
     for (name, bytes, status) in blanket_requests() {
@@ -967,5 +1038,26 @@ async fn a_namespace_cannot_reach_another_namespaces_data() {
         .ok_as(B.store, "runEvents", "append", event(RUN, 5))
         .await;
     assert_eq!(ev["seq"], 6, "b's next event: {ev}");
+    // b's approval was real and still pending: b's own token decides it, and b's call ends.
+    let id = b_ids().approval;
+    let decided = daemon
+        .api_as(
+            B.api,
+            "POST",
+            &format!("/v1/approvals/{id}"),
+            Some(json!({"decision": "deny", "reason": "b's own"})),
+        )
+        .await;
+    assert_eq!(decided.status, 200, "b decides its own: {}", decided.text());
+    let answer = tokio::time::timeout(Duration::from_secs(10), held)
+        .await
+        .expect("b's call ends once decided")
+        .unwrap()
+        .expect("b's call answered");
+    assert!(
+        answer.text().contains("b's own"),
+        "b's call got b's denial: {}",
+        answer.text()
+    );
     assert!(daemon.stop().success());
 }

@@ -3,8 +3,9 @@
 //! file is a clear startup error (non-zero exit, the file and the problem named).
 //!
 //! The full disk is simulated two ways: SQLite's page cap (`store.max_pages`), and a real
-//! tiny tmpfs that is grown with `mount -o remount` (skipped, with a message, where mounting
-//! is not permitted).
+//! tiny tmpfs that is grown with `mount -o remount`. Where mounting (or `chattr`) is not
+//! permitted, those parts fail when `CI` or `CALLBACKD_FAULTS_REQUIRED=1` is set (CI runs
+//! as root), and are skipped with a `SKIPPED` message otherwise.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -178,13 +179,28 @@ async fn a_full_database_answers_resource_exhausted_and_recovers() {
     assert_eq!(daemon::integrity(&db), "ok");
 }
 
+/// Whether a privilege these tests need must be there (as in CI), rather than skipped.
+fn required() -> bool {
+    let set = |v: &str| std::env::var(v).is_ok_and(|x| !x.is_empty() && x != "0" && x != "false");
+    set("CI") || set("CALLBACKD_FAULTS_REQUIRED")
+}
+
+/// Says why a part of a test cannot run here: a failure where it must run, else `SKIPPED`.
+fn skip(why: &str) {
+    assert!(
+        !required(),
+        "this test must run here (CI or CALLBACKD_FAULTS_REQUIRED): {why}"
+    );
+    eprintln!("SKIPPED: {why}");
+}
+
 /// A tmpfs mounted for one test, unmounted on drop.
 struct Tmpfs {
     path: PathBuf,
 }
 
 impl Tmpfs {
-    /// `None` (after saying why) where mounting is not permitted.
+    /// `None` (after saying why) where mounting is not permitted; a failure where it must be.
     fn mount(path: &Path, options: &str) -> Option<Tmpfs> {
         std::fs::create_dir_all(path).unwrap();
         let out = Command::new("mount")
@@ -196,14 +212,14 @@ impl Tmpfs {
                 path: path.to_path_buf(),
             }),
             Ok(o) => {
-                eprintln!(
-                    "SKIPPED: cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): {}",
+                skip(&format!(
+                    "cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): {}",
                     String::from_utf8_lossy(&o.stderr).trim()
-                );
+                ));
                 None
             }
             Err(e) => {
-                eprintln!("SKIPPED: cannot run mount: {e}");
+                skip(&format!("cannot run mount: {e}"));
                 None
             }
         }
@@ -330,7 +346,7 @@ fn a_read_only_database_is_a_clear_startup_error() {
         drop(guard);
         assert!(err.contains("not writable"), "{err}");
     } else {
-        eprintln!("SKIPPED (immutable file): chattr +i is not available here");
+        skip("chattr +i (an immutable file) is not available here");
     }
 
     // And a read-only mount.

@@ -11,6 +11,10 @@ use deadpool_postgres::{ClientWrapper, Transaction};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Error, Row};
 
+use super::error::Fail;
+use crate::store::sql::{self, Dialect, Exec, Value};
+use crate::store::StoreError;
+
 /// One parameter and its PostgreSQL type.
 pub type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
@@ -74,78 +78,85 @@ fn values<'p>(params: &'p [Param<'_>]) -> Vec<&'p (dyn ToSql + Sync)> {
     params.iter().map(|(v, _)| *v).collect()
 }
 
-/// `$1 AND ...` conditions under construction, always starting with the namespace. Lists
-/// are one `text[]` parameter (`= ANY($n)`), so a statement's text does not depend on how
-/// many ids a filter has and stays one cached prepared statement.
-pub struct Conditions {
-    sql: Vec<String>,
-    params: Vec<Value>,
+impl Exec for Db<'_> {
+    type Error = Fail;
+
+    const DIALECT: Dialect = Dialect::Postgres;
+
+    async fn execute(&self, sql: &str, params: &[Value<'_>]) -> Result<u64, Fail> {
+        Ok(Db::execute(self, sql, &typed(params)).await?)
+    }
+
+    async fn insert_new(&self, sql: &str, params: &[Value<'_>]) -> Result<bool, Fail> {
+        Ok(Db::execute(self, sql, &typed(params)).await? > 0)
+    }
+
+    async fn each_row(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        each: &mut (dyn FnMut(&dyn sql::Row) -> Result<(), StoreError> + Send),
+    ) -> Result<(), Fail> {
+        for row in self.query(sql, &typed(params)).await? {
+            each(&row)?;
+        }
+        Ok(())
+    }
 }
 
-/// An owned parameter of [`Conditions`].
-pub enum Value {
-    Text(String),
-    TextArray(Vec<String>),
-    Float(f64),
-}
-
-impl Conditions {
-    pub fn new(ns: &str) -> Self {
-        Conditions {
-            sql: vec!["ns = $1".into()],
-            params: vec![Value::Text(ns.to_string())],
-        }
-    }
-
-    fn next(&self) -> usize {
-        self.params.len() + 1
-    }
-
-    pub fn eq(&mut self, column: &str, value: &str) {
-        self.sql.push(format!("{column} = ${}", self.next()));
-        self.params.push(Value::Text(value.to_string()));
-    }
-
-    /// `column = ANY(list)`; `None` adds nothing (no constraint).
-    pub fn in_list(&mut self, column: &str, list: Option<&[String]>) {
-        if let Some(list) = list {
-            self.sql.push(format!("{column} = ANY(${})", self.next()));
-            self.params.push(Value::TextArray(list.to_vec()));
-        }
-    }
-
-    /// `sql` with `{}` standing for each parameter's `$n`, in order.
-    pub fn raw(&mut self, sql: &str, params: Vec<Value>) {
-        let mut text = String::new();
-        let mut n = self.next();
-        for (i, part) in sql.split("{}").enumerate() {
-            if i > 0 {
-                text.push_str(&format!("${n}"));
-                n += 1;
+/// The parameters with their PostgreSQL types: every statement carries them, so the
+/// prepared and the unprepared path run the same SQL.
+fn typed<'p>(params: &'p [Value<'_>]) -> Vec<Param<'p>> {
+    params
+        .iter()
+        .map(|v| -> Param<'p> {
+            match v {
+                Value::Text(s) => (s, Type::TEXT),
+                Value::OptText(s) => (s, Type::TEXT),
+                Value::Int(n) => (n, Type::INT8),
+                Value::Int4(n) => (n, Type::INT4),
+                Value::Float(f) => (f, Type::FLOAT8),
+                Value::Bool(b) => (b, Type::BOOL),
+                Value::Bytes(b) => (b, Type::BYTEA),
+                Value::TextList(l) => (l, Type::TEXT_ARRAY),
             }
-            text.push_str(part);
+        })
+        .collect()
+}
+
+impl sql::Row for Row {
+    fn text(&self, i: usize) -> Result<&str, StoreError> {
+        self.try_get(i).map_err(column_error)
+    }
+
+    fn opt_text(&self, i: usize) -> Result<Option<&str>, StoreError> {
+        self.try_get(i).map_err(column_error)
+    }
+
+    fn int(&self, i: usize) -> Result<i64, StoreError> {
+        self.opt_int(i)?
+            .ok_or_else(|| StoreError::Internal(format!("column {i} is NULL")))
+    }
+
+    /// `bigint` or `integer` (what `length()` and a few counters give).
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        if self.columns().get(i).map(|c| c.type_()) == Some(&Type::INT4) {
+            let n: Option<i32> = self.try_get(i).map_err(column_error)?;
+            return Ok(n.map(i64::from));
         }
-        self.sql.push(text);
-        self.params.extend(params);
+        self.try_get(i).map_err(column_error)
     }
 
-    pub fn sql(&self) -> String {
-        self.sql.join(" AND ")
+    fn float(&self, i: usize) -> Result<f64, StoreError> {
+        self.try_get(i).map_err(column_error)
     }
 
-    /// The number the next parameter after these would get.
-    pub fn next_param(&self) -> usize {
-        self.next()
+    fn bytes(&self, i: usize) -> Result<&[u8], StoreError> {
+        self.try_get(i).map_err(column_error)
     }
+}
 
-    pub fn params(&self) -> Vec<Param<'_>> {
-        self.params
-            .iter()
-            .map(|v| match v {
-                Value::Text(s) => (s as &(dyn ToSql + Sync), Type::TEXT),
-                Value::TextArray(a) => (a as &(dyn ToSql + Sync), Type::TEXT_ARRAY),
-                Value::Float(f) => (f as &(dyn ToSql + Sync), Type::FLOAT8),
-            })
-            .collect()
-    }
+fn column_error(e: Error) -> StoreError {
+    #![allow(clippy::needless_pass_by_value)] // the shape map_err wants
+    StoreError::Internal(format!("reading a PostgreSQL row: {e}"))
 }

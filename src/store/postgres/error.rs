@@ -42,6 +42,12 @@ impl Fail {
         ))
     }
 
+    /// Whether an append failed because another one committed the same idempotency key
+    /// first (run it again: it will return that event).
+    pub fn is_key_race(&self) -> bool {
+        matches!(self, Fail::Db(db) if db.as_db_error().and_then(|d| d.constraint()) == Some("run_events_by_key"))
+    }
+
     pub fn into_store_error(self) -> StoreError {
         match self {
             Fail::Store(e) => e,

@@ -7,22 +7,15 @@
 //! a serialization failure or deadlock is rolled back and run again, up to
 //! [`MAX_ATTEMPTS`] times, and never answered as `internal`.
 
-mod agents;
 mod approvals;
-mod cascade;
 mod check;
-mod checkpoints;
 mod db;
 pub mod dump;
 mod error;
 mod forks;
-mod keyset;
 mod listen;
-mod memory;
 pub mod migrate;
 mod records;
-mod run_events;
-mod runs;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -32,6 +25,7 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
 
+use super::sql;
 use super::{
     BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
     ToolData,
@@ -310,6 +304,33 @@ impl PgStore {
         })
     }
 
+    /// Runs a shared SQL operation ([`sql`]) in a transaction of its own, retried on
+    /// conflicts.
+    pub(crate) fn sql_write<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: for<'d, 'c> Fn(&'d Db<'c>) -> BoxFuture<'d, Result<T, Fail>> + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        self.run_tx(move |db| {
+            let f = f.clone();
+            Box::pin(async move { f(&db).await })
+        })
+    }
+
+    /// Runs a shared SQL operation on a pooled connection.
+    pub(crate) fn sql_read<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: for<'d, 'c> Fn(&'d Db<'c>) -> BoxFuture<'d, Result<T, Fail>> + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        self.run_read(move |db| {
+            let f = f.clone();
+            Box::pin(async move { f(&db).await })
+        })
+    }
+
     fn spawn<T: Send + 'static>(
         &self,
         fut: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
@@ -345,9 +366,7 @@ impl Inner {
             tries += 1;
             match attempt().await {
                 Ok(v) => return Ok(v),
-                Err(e)
-                    if tries < MAX_ATTEMPTS && (e.is_conflict() || run_events::is_key_race(&e)) =>
-                {
+                Err(e) if tries < MAX_ATTEMPTS && (e.is_conflict() || e.is_key_race()) => {
                     tracing::debug!(tries, error = ?e, "store transaction conflicted; running it again");
                     // 1, 2, 4, ... ms, plus jitter, so that the parties of a deadlock do
                     // not collide again in step.
@@ -367,12 +386,12 @@ impl Inner {
         if !call.is_write() {
             let client = self.pool.get().await?;
             let db = Db::client(&client, self.prepared);
-            return Ok((read(&db, ns.as_str(), call).await?, None));
+            return Ok((sql::call::read(&db, ns.as_str(), call).await?, None));
         }
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let db = Db::tx(&tx, self.prepared);
-        let (output, notice) = write(&db, ns, call).await?;
+        let (output, notice) = sql::call::write(&db, ns, call).await?;
         if let Some(notice) = &notice {
             // Once per appending transaction, ids only; delivered at commit.
             let payload = listen::payload(&self.instance, &self.schema, notice);
@@ -430,112 +449,6 @@ impl Store for PgStore {
     }
 }
 
-async fn read(db: &Db<'_>, ns: &str, call: &StoreCall) -> Result<StoreOutput, Fail> {
-    match call {
-        StoreCall::AgentsGet { agent_id } => agents::get(db, ns, agent_id).await,
-        StoreCall::AgentsList(f, p) => agents::list(db, ns, f, p).await,
-        StoreCall::RunsGet { agent_id, run_id } => runs::get(db, ns, agent_id, run_id).await,
-        StoreCall::RunsList(f, p) => runs::list(db, ns, f, p).await,
-        StoreCall::EventsList {
-            run_id,
-            after_seq,
-            limit,
-        } => run_events::list(db, ns, run_id, *after_seq, *limit).await,
-        StoreCall::CheckpointsGet { agent_id, blob_id } => {
-            checkpoints::get(db, ns, agent_id, blob_id).await
-        }
-        StoreCall::CheckpointsList(f, p) => checkpoints::list(db, ns, f, p).await,
-        write => Err(StoreError::Internal(format!("{} sent as a read", write.name())).into()),
-    }
-}
+pub use crate::secret::redact_url;
 
-async fn write(
-    db: &Db<'_>,
-    ns: &Namespace,
-    call: &StoreCall,
-) -> Result<(StoreOutput, Option<EventAppended>), Fail> {
-    let n = ns.as_str();
-    let output = match call {
-        StoreCall::EventsAppend(ev) => {
-            let appended = run_events::append(db, ns, ev).await?;
-            return Ok((Some(appended.doc), appended.notice));
-        }
-        StoreCall::AgentsCreate(doc) => agents::create(db, n, doc).await,
-        StoreCall::AgentsUpdate(doc) => agents::update(db, n, doc).await,
-        StoreCall::AgentsDelete(f) => agents::delete(db, n, f).await,
-        StoreCall::RunsCreate(doc) => runs::create(db, n, doc).await,
-        StoreCall::RunsUpdate(doc) => runs::update(db, n, doc).await,
-        StoreCall::RunsDelete(f) => runs::delete(db, n, f).await,
-        StoreCall::EventsDelete { run_ids } => cascade::delete_events(db, n, run_ids.as_deref())
-            .await
-            .map(|()| None),
-        StoreCall::CheckpointsCreate {
-            agent_id,
-            blob_id,
-            data,
-        } => checkpoints::create(db, n, agent_id, blob_id, data).await,
-        StoreCall::CheckpointsUpdate {
-            agent_id,
-            blob_id,
-            data,
-        } => checkpoints::update(db, n, agent_id, blob_id, data).await,
-        StoreCall::CheckpointsDelete(f) => checkpoints::delete(db, n, f).await,
-        read => {
-            return Err(StoreError::Internal(format!("{} sent as a write", read.name())).into())
-        }
-    }?;
-    Ok((output, None))
-}
-
-/// The URL with its password replaced by `***`, for messages and logs.
-pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    // URL form: scheme://user:password@host
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| rest_start + i);
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                out.replace_range(rest_start + colon + 1..rest_start + at, "***");
-            }
-        }
-    }
-    // password=... in a query string or key=value form.
-    for key in ["password="] {
-        let mut from = 0;
-        while let Some(i) = out[from..].find(key) {
-            let start = from + i + key.len();
-            let end = out[start..]
-                .find(['&', ' '])
-                .map_or(out.len(), |j| start + j);
-            out.replace_range(start..end, "***");
-            from = start + 3;
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redact_url;
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            redact_url("postgres://u:s3cret@db:5432/x"),
-            "postgres://u:***@db:5432/x"
-        );
-        assert_eq!(
-            redact_url("postgresql://u@db/x?password=s3cret&sslmode=disable"),
-            "postgresql://u@db/x?password=***&sslmode=disable"
-        );
-        assert_eq!(
-            redact_url("host=db user=u password=s3cret dbname=x"),
-            "host=db user=u password=*** dbname=x"
-        );
-        assert_eq!(redact_url("postgres://db/x"), "postgres://db/x");
-    }
-}
+sql::memory::impl_tool_data!(PgStore);

@@ -5,7 +5,7 @@ use tokio_postgres::{Client, NoTls};
 
 use super::{migrate, redact_url, PgOptions, PgStore};
 use crate::store::transfer::{json, Key, Row, Table, Transfer, TransferError};
-use crate::store::BoxFuture;
+use crate::store::{sql, BoxFuture};
 
 /// One side of a copy: a connection of its own, on the store's schema.
 pub struct PgTransfer {
@@ -48,36 +48,7 @@ impl PgTransfer {
         after: Option<&Key>,
         limit: usize,
     ) -> Result<Vec<Row>, TransferError> {
-        let (columns, key) = match table {
-            Table::Agents => ("ns, agent_id, cwd, updated_at, doc", "ns, agent_id"),
-            Table::Runs => (
-                "ns, agent_id, run_id, turn_number, doc",
-                "ns, agent_id, run_id",
-            ),
-            Table::RunEvents => (
-                "ns, run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at",
-                "ns, run_id, seq",
-            ),
-            Table::Checkpoints => (
-                "ns, agent_id, blob_id, data, crc32",
-                "ns, agent_id, blob_id",
-            ),
-            Table::MemoryNotes => ("ns, agent_id, key, value, updated_at", "ns, agent_id, key"),
-            Table::ToolCalls => (
-                "id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off",
-                "id",
-            ),
-            Table::EventMeta => ("ns, run_id, seq, delta", "ns, run_id, seq"),
-            Table::RunExpiry => ("ns, run_id, expired_through, pruned_at", "ns, run_id"),
-            Table::Approvals => (
-                "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason",
-                "id",
-            ),
-            Table::SessionForks => (
-                "ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at",
-                "ns, agent_id",
-            ),
-        };
+        let (columns, key) = sql::transfer::columns(table);
         let (texts, seq): (Vec<String>, Option<i64>) = match after {
             None => (Vec::new(), None),
             Some(Key::Text(parts)) => (parts.clone(), None),

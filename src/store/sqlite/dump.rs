@@ -10,8 +10,9 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
-use super::{agents, cascade, checkpoints, open_connection, runs, SqliteOptions, SqliteStore};
+use super::{open_connection, Conn, SqliteOptions, SqliteStore};
 use crate::store::dump::{CheckpointRecord, Dump, DumpCounts, DumpSink, EventRecord};
+use crate::store::sql;
 use crate::store::{AgentDoc, RunDoc, StoreError};
 
 /// Why a read-out stopped.
@@ -186,7 +187,7 @@ pub fn load(
                 params![ns, a.agent_id],
             )?;
         }
-        agents::create(&tx, ns, a.clone())?;
+        sql::ready(sql::agents::create(&Conn(&tx), ns, a))?;
     }
     for r in &dump.runs {
         if replace {
@@ -195,13 +196,13 @@ pub fn load(
                 params![ns, r.agent_id, r.run_id],
             )?;
         }
-        runs::create(&tx, ns, r.clone())?;
+        sql::ready(sql::runs::create(&Conn(&tx), ns, r))?;
     }
     if replace {
         let event_runs: BTreeSet<&str> = dump.events.iter().map(|e| e.run_id.as_str()).collect();
         for run_id in event_runs {
             // With the run API's notes on those events (see `cascade`).
-            for table in cascade::EVENT_TABLES {
+            for table in sql::Dialect::Sqlite.event_tables() {
                 tx.execute(
                     &format!("DELETE FROM {table} WHERE ns = ?1 AND run_id = ?2"),
                     params![ns, run_id],
@@ -234,7 +235,13 @@ pub fn load(
                 params![ns, c.agent_id, c.blob_id],
             )?;
         }
-        checkpoints::create(&tx, ns, &c.agent_id, &c.blob_id, &c.data)?;
+        sql::ready(sql::checkpoints::create(
+            &Conn(&tx),
+            ns,
+            &c.agent_id,
+            &c.blob_id,
+            &c.data,
+        ))?;
     }
     tx.commit()?;
     Ok(DumpCounts {

@@ -6,20 +6,15 @@
 //! they never wait behind writes (WAL readers see the last committed state); the tools'
 //! `read_with` closures run on tokio's blocking threads.
 
-mod agents;
 mod approvals;
-mod cascade;
 pub mod check;
-mod checkpoints;
 pub mod copy;
 pub mod dump;
+mod exec;
 pub mod files;
 mod forks;
-mod memory;
 pub mod migrate;
 mod records;
-mod run_events;
-mod runs;
 pub mod transfer;
 mod wal;
 mod writer;
@@ -31,31 +26,18 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
-use rusqlite::types::Value;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use tokio::sync::{broadcast, oneshot};
 
-use super::json::json_str;
-use super::page::PageWriter;
+use super::sql;
 use super::{
     BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
     ToolData,
 };
+pub(crate) use exec::Conn;
 use writer::{Job, Writer};
 
-/// How hard a commit tries to reach the disk (`store.sync` in the config).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SyncMode {
-    /// `synchronous=NORMAL`: an acknowledged write survives the daemon being killed
-    /// (`kill -9`, a crash); an OS crash or power cut may lose the last commits, never
-    /// corrupts the database.
-    #[default]
-    Normal,
-    /// `synchronous=FULL`: every commit is fsynced before it is acknowledged; it also
-    /// survives an OS crash or power cut. Slower on disks with slow fsync.
-    Full,
-}
+pub use crate::config::SyncMode;
 
 /// How to open a [`SqliteStore`].
 #[derive(Debug, Clone)]
@@ -289,6 +271,29 @@ impl SqliteStore {
             .map_err(|e| StoreError::Internal(format!("read task failed: {e}")))?
     }
 
+    /// Runs a shared SQL operation ([`sql`]) inside a write transaction on the writer
+    /// thread.
+    pub(crate) fn sql_write<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: for<'d, 'c> FnOnce(&'d Conn<'c>) -> sql::LocalFuture<'d, Result<T, StoreError>>
+            + Send
+            + 'static,
+    {
+        Box::pin(self.write_with(move |conn| sql::ready(f(&Conn(conn)))))
+    }
+
+    /// Runs a shared SQL operation on a read connection on a blocking thread.
+    pub(crate) fn sql_read<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: for<'d, 'c> FnOnce(&'d Conn<'c>) -> sql::LocalFuture<'d, Result<T, StoreError>>
+            + Send
+            + 'static,
+    {
+        Box::pin(self.read_with(move |conn| sql::ready(f(&Conn(conn)))))
+    }
+
     fn submit(&self, job: Box<dyn Job>) -> Result<(), StoreError> {
         self.write.enqueued();
         self.writer.send(job).map_err(|_| {
@@ -311,7 +316,9 @@ impl Store for SqliteStore {
                 // On this thread: a store read is an indexed lookup or one page, tens to a
                 // few hundred microseconds with the database in the page cache, less than
                 // the two thread hand-offs of spawn_blocking cost (measured; see writer.rs).
-                return self.readers.with(|conn| read(conn, &ns, call));
+                return self
+                    .readers
+                    .with(|conn| sql::ready(sql::call::read(&Conn(conn), ns.as_str(), &call)));
             }
             let (reply, rx) = oneshot::channel();
             let job: Box<dyn Job> = Box::new(CallJob {
@@ -356,67 +363,6 @@ impl Store for SqliteStore {
     }
 }
 
-/// Read-only calls.
-fn read(conn: &Connection, ns: &Namespace, call: StoreCall) -> Result<StoreOutput, StoreError> {
-    let ns = ns.as_str();
-    match call {
-        StoreCall::AgentsGet { agent_id } => agents::get(conn, ns, &agent_id),
-        StoreCall::AgentsList(f, p) => agents::list(conn, ns, &f, &p),
-        StoreCall::RunsGet { agent_id, run_id } => runs::get(conn, ns, &agent_id, &run_id),
-        StoreCall::RunsList(f, p) => runs::list(conn, ns, &f, &p),
-        StoreCall::EventsList {
-            run_id,
-            after_seq,
-            limit,
-        } => run_events::list(conn, ns, &run_id, after_seq, limit),
-        StoreCall::CheckpointsGet { agent_id, blob_id } => {
-            checkpoints::get(conn, ns, &agent_id, &blob_id)
-        }
-        StoreCall::CheckpointsList(f, p) => checkpoints::list(conn, ns, &f, &p),
-        write => Err(StoreError::Internal(format!(
-            "{} sent to a read connection",
-            write.name()
-        ))),
-    }
-}
-
-/// Writing calls; run on the writer thread inside a savepoint.
-fn write(
-    conn: &Connection,
-    ns: &Namespace,
-    call: StoreCall,
-) -> Result<(StoreOutput, Option<EventAppended>), StoreError> {
-    let n = ns.as_str();
-    let output = match call {
-        StoreCall::EventsAppend(ev) => return run_events::append(conn, ns, ev),
-        StoreCall::AgentsCreate(doc) => agents::create(conn, n, doc),
-        StoreCall::AgentsUpdate(doc) => agents::update(conn, n, doc),
-        StoreCall::AgentsDelete(f) => agents::delete(conn, n, &f),
-        StoreCall::RunsCreate(doc) => runs::create(conn, n, doc),
-        StoreCall::RunsUpdate(doc) => runs::update(conn, n, doc),
-        StoreCall::RunsDelete(f) => runs::delete(conn, n, &f),
-        StoreCall::EventsDelete { run_ids } => run_events::delete(conn, n, run_ids.as_deref()),
-        StoreCall::CheckpointsCreate {
-            agent_id,
-            blob_id,
-            data,
-        } => checkpoints::create(conn, n, &agent_id, &blob_id, &data),
-        StoreCall::CheckpointsUpdate {
-            agent_id,
-            blob_id,
-            data,
-        } => checkpoints::update(conn, n, &agent_id, &blob_id, &data),
-        StoreCall::CheckpointsDelete(f) => checkpoints::delete(conn, n, &f),
-        read => {
-            return Err(StoreError::Internal(format!(
-                "{} sent to the writer",
-                read.name()
-            )))
-        }
-    }?;
-    Ok((output, None))
-}
-
 /// A store call on the writer thread.
 struct CallJob {
     ns: Namespace,
@@ -433,7 +379,7 @@ impl Job for CallJob {
             .call
             .take()
             .ok_or_else(|| StoreError::Internal("job ran twice".into()))?;
-        let (output, notice) = write(conn, &self.ns, call)?;
+        let (output, notice) = sql::ready(sql::call::write(&Conn(conn), &self.ns, &call))?;
         self.output = Some(output);
         self.notice = notice;
         Ok(())
@@ -555,10 +501,6 @@ fn is_code(e: &rusqlite::Error, code: ErrorCode) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == code)
 }
 
-pub(crate) fn is_constraint(e: &rusqlite::Error) -> bool {
-    is_code(e, ErrorCode::ConstraintViolation)
-}
-
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         match &e {
@@ -595,143 +537,7 @@ impl rusqlite::ToSql for crate::store::JsonText {
     }
 }
 
-/// A JSON array of strings, for `IN (SELECT value FROM json_each(?))`.
-pub(crate) fn sql_list(ids: &[String]) -> String {
-    serde_json::to_string(ids).expect("strings serialise")
-}
-
-/// Appends the text column `idx` of `row` (stored JSON) to `out`.
-pub(crate) fn push_text(
-    row: &rusqlite::Row<'_>,
-    idx: usize,
-    out: &mut String,
-) -> rusqlite::Result<()> {
-    out.push_str(row.get_ref(idx)?.as_str()?);
-    Ok(())
-}
-
-/// Writes a page ([`PageWriter`]) from rows selected with `LIMIT limit + 1`; the row
-/// beyond the page, when there is one, adds `"<next_key>": encode(last key)`.
-pub(crate) fn write_page<K>(
-    mut rows: rusqlite::Rows<'_>,
-    limit: usize,
-    next_key: &str,
-    item: impl Fn(&rusqlite::Row<'_>, &mut String) -> rusqlite::Result<()>,
-    key: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<K>,
-    encode: impl Fn(&K) -> String,
-) -> Result<String, StoreError> {
-    let mut page = PageWriter::new(limit);
-    let mut last: Option<K> = None;
-    while let Some(row) = rows.next()? {
-        if page.is_full() {
-            if let Some(last) = &last {
-                return Ok(page.finish_with_next(next_key, &encode(last)));
-            }
-            break;
-        }
-        page.push(|out| item(row, out))?;
-        last = Some(key(row)?);
-    }
-    Ok(page.finish())
-}
-
-/// A catalog paged by a `(number, id)` key: agents by `(updated_at, agent_id)` descending,
-/// runs by `(turn_number, run_id)` ascending. Pages continue strictly after the last item's
-/// key, so ties on the number never skip or repeat an item across a page boundary.
-pub(crate) struct Keyset {
-    pub table: &'static str,
-    pub number: &'static str,
-    pub id: &'static str,
-    pub descending: bool,
-}
-
-impl Keyset {
-    /// One page of the `doc` column of the rows matching `c`, after the key `after`;
-    /// `nextCursor` is `cursor(number, id)` of the last item, while more items remain.
-    pub fn page(
-        &self,
-        conn: &Connection,
-        mut c: Conditions,
-        after: Option<(f64, &str)>,
-        limit: usize,
-        cursor: impl Fn(f64, String) -> String,
-    ) -> Result<String, StoreError> {
-        let Keyset {
-            table, number, id, ..
-        } = self;
-        let (cmp, dir) = if self.descending {
-            ("<", "DESC")
-        } else {
-            (">", "ASC")
-        };
-        if let Some((n, last_id)) = after {
-            // A row value, not `number < ? OR (number = ? AND id < ?)`: SQLite turns the
-            // row value into a range of the (.., number, id) index, but scans the whole
-            // filtered prefix for the OR (measured: 10,000 agents, 724 -> 48 us a page).
-            c.raw(
-                &format!("({number}, {id}) {cmp} (?, ?)"),
-                [Value::Real(n), Value::Text(last_id.to_string())],
-            );
-        }
-        let sql = format!(
-            "SELECT {id}, {number}, doc FROM {table} WHERE {} ORDER BY {number} {dir}, {id} {dir} LIMIT {}",
-            c.sql(),
-            limit.saturating_add(1)
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query(rusqlite::params_from_iter(c.params()))?;
-        write_page(
-            rows,
-            limit,
-            "nextCursor",
-            |row, out| push_text(row, 2, out),
-            |row| Ok((row.get::<_, f64>(1)?, row.get::<_, String>(0)?)),
-            |(n, last_id)| json_str(&cursor(*n, last_id.clone())),
-        )
-    }
-}
-
-/// A WHERE clause under construction, always starting with the namespace.
-pub(crate) struct Conditions {
-    sql: Vec<String>,
-    params: Vec<Value>,
-}
-
-impl Conditions {
-    pub fn new(ns: &str) -> Self {
-        Conditions {
-            sql: vec!["ns = ?".into()],
-            params: vec![Value::Text(ns.to_string())],
-        }
-    }
-
-    pub fn eq(&mut self, column: &str, value: &str) {
-        self.sql.push(format!("{column} = ?"));
-        self.params.push(Value::Text(value.to_string()));
-    }
-
-    /// `column IN list`; `None` adds nothing (no constraint).
-    pub fn in_list(&mut self, column: &str, list: Option<&[String]>) {
-        if let Some(list) = list {
-            self.sql
-                .push(format!("{column} IN (SELECT value FROM json_each(?))"));
-            self.params.push(Value::Text(sql_list(list)));
-        }
-    }
-
-    pub fn raw<const N: usize>(&mut self, sql: &str, params: [Value; N]) {
-        self.sql.push(sql.to_string());
-        self.params.extend(params);
-    }
-
-    pub fn sql(&self) -> String {
-        self.sql.join(" AND ")
-    }
-
-    pub fn params(&self) -> Vec<Value> {
-        self.params.clone()
-    }
-}
-
 #[cfg(test)]
 mod tests;
+
+sql::memory::impl_tool_data!(SqliteStore);

@@ -1,0 +1,331 @@
+"""The run API's types, generated from callbackd's /v1/openapi.json by gen_types.py.
+
+Do not edit: regenerate with `python gen_types.py <daemon URL>`.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
+
+
+class ApprovalList(TypedDict):
+    """`GET /v1/approvals` answer."""
+    approvals: list[ApprovalView]
+
+
+class ApprovalView(TypedDict):
+    """An approval as the API and the stream show it."""
+    args: Any
+    created_at: str
+    decided_at: NotRequired[Optional[str]]
+    decided_by: NotRequired[Optional[str]]
+    expires_at: str
+    id: str
+    reason: NotRequired[Optional[str]]
+    run_id: NotRequired[Optional[str]]
+    session_id: str
+    state: str
+    tool: str
+    tool_call_id: NotRequired[Optional[str]]
+
+
+class Created(TypedDict):
+    """`201` answer of `POST /v1/sessions`."""
+    session: Session
+    tools: list[str]
+
+
+class Decision(TypedDict):
+    """`POST /v1/approvals/{id}` body."""
+    decision: str
+    reason: NotRequired[Optional[str]]
+
+
+class EventPage(TypedDict):
+    """A page of events."""
+    events: list[Any]
+    next_after: NotRequired[Optional[int]]
+
+
+class NewMessage(TypedDict):
+    """`POST .../messages` body."""
+    text: NotRequired[Optional[str]]
+
+
+class NewSession(TypedDict):
+    """`POST /v1/sessions` body."""
+    cwd: NotRequired[Optional[str]]
+    model: NotRequired[Optional[str]]
+    tools: NotRequired[Optional[list[str]]]
+
+
+class Problem(TypedDict):
+    """A problem document. Also the `problem` of an `error` stream event."""
+    code: ProblemCode
+    detail: str
+    status: int
+    title: str
+    type: str
+
+
+class RunPage(TypedDict):
+    """A page of runs."""
+    next_cursor: NotRequired[Optional[str]]
+    runs: list[RunSummary]
+
+
+class RunState(TypedDict):
+    """`GET /v1/runs/{run_id}`."""
+    created_at: NotRequired[Optional[str]]
+    ended_at: NotRequired[Optional[str]]
+    error: NotRequired[Optional[Problem]]
+    events_expired_through: int
+    last_seq: int
+    model: NotRequired[Optional[str]]
+    output: NotRequired[Optional[str]]
+    run_id: str
+    session_id: str
+    started_at: NotRequired[Optional[str]]
+    status: str
+    tool_calls: list[ToolCallView]
+    turn_number: NotRequired[Optional[int]]
+    usage: Any
+
+
+class RunSummary(TypedDict):
+    """A run, as the API shows it."""
+    created_at: NotRequired[Optional[str]]
+    ended_at: NotRequired[Optional[str]]
+    error: NotRequired[Optional[Problem]]
+    last_seq: int
+    model: NotRequired[Optional[str]]
+    output: NotRequired[Optional[str]]
+    run_id: str
+    session_id: str
+    started_at: NotRequired[Optional[str]]
+    status: str
+    turn_number: NotRequired[Optional[int]]
+    usage: Any
+
+
+class Session(TypedDict):
+    """A session (an agent), as the API shows it."""
+    active_run_id: NotRequired[Optional[str]]
+    created_at: NotRequired[Optional[str]]
+    cwd: NotRequired[Optional[str]]
+    model: NotRequired[Optional[str]]
+    name: NotRequired[Optional[str]]
+    session_id: str
+    status: NotRequired[Optional[str]]
+    updated_at: NotRequired[Optional[str]]
+
+
+class SessionPage(TypedDict):
+    """A page of sessions."""
+    next_cursor: NotRequired[Optional[str]]
+    sessions: list[Session]
+
+
+class RunStartedEvent(TypedDict):
+    agent: Any
+    at: str
+    release_id: NotRequired[Optional[str]]
+    run_id: str
+    seq: int
+    session_id: str
+    type: Literal["run_started"]
+
+
+class StepEvent(TypedDict):
+    at: str
+    index: int
+    kind: str
+    run_id: str
+    seq: int
+    status: NotRequired[Optional[str]]
+    text: NotRequired[Optional[str]]
+    type: Literal["step"]
+
+
+class MessageSnapshotEvent(TypedDict):
+    at: str
+    attempt: int
+    delta: int
+    message_id: str
+    run_id: str
+    seq: int
+    text: str
+    type: Literal["message_snapshot"]
+
+
+class ToolStartedEvent(TypedDict):
+    at: str
+    run_id: str
+    seq: int
+    tool: str
+    tool_call_id: str
+    type: Literal["tool_started"]
+
+
+class ToolCompletedEvent(TypedDict):
+    at: str
+    duration_ms: NotRequired[Optional[int]]
+    outcome: str
+    run_id: str
+    seq: int
+    tool: str
+    tool_call_id: str
+    type: Literal["tool_completed"]
+
+
+class ToolOutcomeUnknownEvent(TypedDict):
+    at: str
+    reason: str
+    run_id: str
+    seq: int
+    tool: str
+    tool_call_id: str
+    type: Literal["tool_outcome_unknown"]
+
+
+class TaskEvent(TypedDict):
+    at: str
+    progress: Any
+    run_id: str
+    seq: int
+    status: Any
+    task_id: Any
+    title: Any
+    type: Literal["task"]
+
+
+class UsageEvent(TypedDict):
+    at: str
+    run_id: str
+    seq: int
+    type: Literal["usage"]
+    usage: Any
+
+
+class CompletedEvent(TypedDict):
+    at: str
+    output: NotRequired[Optional[str]]
+    run_id: str
+    seq: int
+    status: str
+    type: Literal["completed"]
+    usage: Any
+
+
+class ErrorEvent(TypedDict):
+    at: str
+    problem: Problem
+    run_id: str
+    seq: int
+    status: str
+    type: Literal["error"]
+    usage: Any
+
+
+class SdkMessageEvent(TypedDict):
+    at: str
+    message: Any
+    run_id: str
+    seq: int
+    type: Literal["sdk_message"]
+
+
+class TokenEvent(TypedDict):
+    """A live text fragment of the assistant message being written."""
+    at: str
+    delta: int
+    run_id: str
+    seq: int
+    text: str
+    type: Literal["token"]
+
+
+class ReconnectEvent(TypedDict):
+    """The stream ends now (`api.max_stream_ms`, or shutdown): reconnect after `retry_ms`
+with `after=after_seq`."""
+    after_seq: int
+    at: str
+    retry_ms: int
+    run_id: str
+    seq: int
+    type: Literal["reconnect"]
+
+
+class StreamGapEvent(TypedDict):
+    """A stored event could not be read; the stream ends."""
+    after_seq: int
+    at: str
+    reason: str
+    run_id: str
+    seq: int
+    type: Literal["stream_gap"]
+
+
+class ApprovalRequiredEvent(TypedDict):
+    """A tool call of this run waits for a person: decide with `POST /v1/approvals/{id}`.
+Sent on every (re)connect while it is pending."""
+    approval: ApprovalView
+    at: str
+    run_id: str
+    seq: int
+    type: Literal["approval_required"]
+
+
+class ApprovalResolvedEvent(TypedDict):
+    """A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`."""
+    approval_id: str
+    at: str
+    by: NotRequired[Optional[str]]
+    decision: str
+    reason: NotRequired[Optional[str]]
+    run_id: str
+    seq: int
+    type: Literal["approval_resolved"]
+
+
+class UpToDateEvent(TypedDict):
+    """The replay has caught up; what follows is live."""
+    at: str
+    last_seq: int
+    run_id: str
+    seq: int
+    type: Literal["up_to_date"]
+
+
+class ToolCallView(TypedDict):
+    """A tool call in a run's state."""
+    cut_off: bool
+    duration_ms: NotRequired[Optional[int]]
+    ended_at: NotRequired[Optional[str]]
+    outcome: str
+    started_at: str
+    tool: str
+    tool_call_id: NotRequired[Optional[str]]
+
+
+ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
+
+
+StreamEvent = Union[
+    RunStartedEvent,
+    StepEvent,
+    MessageSnapshotEvent,
+    ToolStartedEvent,
+    ToolCompletedEvent,
+    ToolOutcomeUnknownEvent,
+    TaskEvent,
+    UsageEvent,
+    CompletedEvent,
+    ErrorEvent,
+    SdkMessageEvent,
+    TokenEvent,
+    ReconnectEvent,
+    StreamGapEvent,
+    ApprovalRequiredEvent,
+    ApprovalResolvedEvent,
+    UpToDateEvent,
+]

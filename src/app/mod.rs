@@ -1,0 +1,420 @@
+//! [`App`]: the daemon assembled from a [`Config`]: listener bound, store opened and
+//! migrated, tokens resolved, router built. `main` runs it until a signal; tests run it
+//! until they drop a oneshot.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::api::{ApiState, ApiTokens};
+use crate::auth::TokenSet;
+use crate::bridge::{BridgeArgs, Bridges};
+use crate::config::Config;
+use crate::connect::UnaryLimits;
+use crate::metrics::{Metrics, StoreSizes};
+use crate::namespaces::quota::QuotaGate;
+use crate::namespaces::{Namespaces, Table, TokenRole};
+use crate::rpc::RpcState;
+use reload::{ReloadSource, Reloader};
+
+pub mod reload;
+mod router;
+use crate::server::{self, ServerLimits};
+use crate::store::Namespace;
+use crate::store::{RunRecords, Store};
+use crate::tokens::{self, Tokens};
+use crate::tools::builtin::builtins;
+use crate::tools::service::ToolService;
+use crate::tools::{Tool, ToolRegistry};
+
+/// A built daemon, listening but not yet serving.
+pub struct App {
+    listener: TcpListener,
+    addr: SocketAddr,
+    router: axum::Router,
+    store: Arc<dyn Store>,
+    tools: ToolService,
+    tokens: Tokens,
+    limits: ServerLimits,
+    api: ApiState,
+    retention: Option<(Duration, Duration, usize)>,
+    /// `[bridge]` defaults for a bridge attached later (model, API key).
+    bridge_defaults: (String, String),
+    db: std::path::PathBuf,
+    namespaces: Namespaces,
+    reloader: Reloader,
+    /// Whether `[[namespaces]]` is configured (the usage gauges are fed only then).
+    namespaced: bool,
+    quotas: QuotaGate,
+}
+
+/// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
+pub struct AppBuilder {
+    config: Config,
+    tools: Vec<Arc<dyn Tool>>,
+    reload: Option<ReloadSource>,
+}
+
+impl App {
+    /// Starts building a daemon from a validated configuration.
+    pub fn builder(config: Config) -> AppBuilder {
+        AppBuilder {
+            config,
+            tools: Vec::new(),
+            reload: None,
+        }
+    }
+
+    /// Builds with no extra tools.
+    pub async fn build(config: Config) -> anyhow::Result<App> {
+        App::builder(config).build().await
+    }
+
+    /// The address actually bound (port 0 resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL the bridge's `--store-callback-url` / `--tool-callback-url` take.
+    pub fn base_url(&self) -> String {
+        base_url(self.addr)
+    }
+
+    /// The default namespace's tokens (as resolved at startup).
+    pub fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+
+    /// The namespaces in force.
+    pub fn namespaces(&self) -> &Namespaces {
+        &self.namespaces
+    }
+
+    /// Reloads namespaces and tokens (what SIGHUP does; tests call it directly).
+    pub fn reloader(&self) -> Reloader {
+        self.reloader.clone()
+    }
+
+    /// The flags that point a bridge at namespace `ns` of this daemon.
+    pub fn bridge_args(&self, ns: &Namespace) -> anyhow::Result<BridgeArgs> {
+        let table = self.namespaces.table();
+        let token = |role| {
+            table.token_of(ns, role).cloned().with_context(|| {
+                format!(
+                    "namespace {:?} is not configured ([[namespaces]])",
+                    ns.as_str()
+                )
+            })
+        };
+        Ok(BridgeArgs {
+            url: self.base_url(),
+            store_token: token(TokenRole::Store)?,
+            tool_token: token(TokenRole::Tool)?,
+        })
+    }
+
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    /// The run API's state (the bridge slot `callbackd run` attaches its bridge through).
+    pub fn api(&self) -> &ApiState {
+        &self.api
+    }
+
+    /// The model and API key new sessions get on a bridge attached later (`callbackd run`).
+    pub fn bridge_defaults(&self) -> (String, String) {
+        self.bridge_defaults.clone()
+    }
+
+    /// The `callbackd ready {json}` line's JSON: where the daemon listens, the run API and
+    /// the console (its URL carries the API token in the fragment, which browsers never
+    /// send to a server; the console keeps it in sessionStorage).
+    pub fn ready_json(&self) -> serde_json::Value {
+        self.ready_json_for(&Namespace::default())
+    }
+
+    /// [`ready_json`](Self::ready_json) for the bridge of namespace `ns` (`callbackd run
+    /// --namespace`): its console URL carries that namespace's API token (none without one).
+    pub fn ready_json_for(&self, ns: &Namespace) -> serde_json::Value {
+        let table = self.namespaces.table();
+        let console = table
+            .token_of(ns, TokenRole::Api)
+            .map(|t| format!("{}ui/#token={}", self.base_url(), t.expose()));
+        let mut ready = serde_json::json!({
+            "url": self.base_url(),
+            "api_url": self.api_url(),
+            "console_url": console,
+            "pid": std::process::id(),
+            "db": self.db,
+        });
+        if *ns != Namespace::default() {
+            ready["namespace"] = ns.as_str().into();
+        }
+        ready
+    }
+
+    /// The run API's base URL.
+    pub fn api_url(&self) -> String {
+        format!("{}v1", self.base_url())
+    }
+
+    /// Serves until `shutdown` resolves, then drains in-flight calls and returns. Custom
+    /// tool calls, the run API's follow hub and retention run on the runtime this is called
+    /// on (see `tools::service::ToolService`); connections on the connection threads.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        self.tools.run_on(tokio::runtime::Handle::current());
+        self.api.start();
+        let reload = tokio::spawn(self.reloader.clone().watch());
+        let quotas = tokio::spawn(self.quotas.clone().refresh_forever());
+        // The usage gauges scan every row: only for a daemon that has namespaces to tell apart.
+        let usage = self.namespaced.then(|| {
+            tokio::spawn(crate::namespaces::usage::feed_metrics(
+                self.api.records().clone(),
+                self.api.metrics().clone(),
+            ))
+        });
+        let retention = self.retention.map(|(age, interval, batch)| {
+            crate::api::retention::spawn_periodic(
+                self.api.records().clone(),
+                age,
+                interval,
+                batch,
+                self.api.metrics().clone(),
+            )
+        });
+        let api = self.api.clone();
+        let shutdown = async move {
+            shutdown.await;
+            // Open streams end with `reconnect` now instead of holding the drain period.
+            api.close_streams();
+        };
+        server::serve(self.listener, self.router, self.limits, shutdown).await;
+        if let Some(task) = retention {
+            task.abort();
+        }
+        reload.abort();
+        quotas.abort();
+        if let Some(usage) = usage {
+            usage.abort();
+        }
+        Ok(())
+    }
+}
+
+impl AppBuilder {
+    /// Adds a plugin tool, served next to the built-in and `[[tools.command]]` tools. A
+    /// name used twice fails [`build`](Self::build); `tools.disabled` can switch it off.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// [`tool`](Self::tool) for a tool that is already shared.
+    pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Reloads namespaces and tokens from `source` on SIGHUP and when its file (or a token
+    /// file) changes (`callbackd serve` and `run` set it; without it nothing reloads).
+    pub fn reload_from(mut self, source: ReloadSource) -> Self {
+        self.reload = Some(source);
+        self
+    }
+
+    /// What `callbackd tools export` prints, for this builder's tools: the JSON an adapter
+    /// puts in CreateAgent `options.local.customTools` (name -> description, inputSchema,
+    /// outputSchema), for every enabled tool. Opens nothing: no store, no listener.
+    pub fn tool_declarations(&self) -> anyhow::Result<serde_json::Value> {
+        let registry = ToolRegistry::from_config(&self.config.tools, builtins(None), &self.tools)
+            .context("invalid tool configuration")?;
+        Ok(registry.declarations())
+    }
+
+    pub async fn build(self) -> anyhow::Result<App> {
+        let config = self.config;
+        config.validate()?;
+        // The port first: a daemon that cannot listen fails before it creates any file (the
+        // database, a generated tokens file).
+        let addr = config.server.listen_addr()?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
+        let db = &config.store.path;
+        crate::data_dir::create_private(db).with_context(|| {
+            format!(
+                "cannot create the database's directory for {}",
+                db.display()
+            )
+        })?;
+        tracing::info!(path = %db.display(), "database");
+        let tokens = tokens::resolve(&config.auth, &config.api, db)?;
+        let table = Table::build(&config, &tokens, &|k| std::env::var(k).ok())?;
+        let store = config.store.backend().open().await?;
+        let records: Arc<dyn RunRecords> = store.clone().run_records();
+        let approval_records = store.clone().approval_records();
+        // A held call cannot outlive the daemon it waited in: its bridge connection is gone.
+        match approval_records
+            .cancel_pending_approvals("callbackd stopped while the approval was pending")
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                approvals = n,
+                "pending approvals of the last run of callbackd were cancelled"
+            ),
+            Err(e) => tracing::warn!(error = %e, "cannot cancel stale approvals"),
+        }
+        let approvals = crate::approvals::Approvals::new(approval_records);
+        match records.interrupt_running_tool_calls().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
+            Err(e) => tracing::warn!(error = %e, "cannot mark interrupted tool calls"),
+        }
+        let registry =
+            ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
+                .context("invalid tool configuration")?;
+        tracing::info!(
+            tools = %registry.names().collect::<Vec<_>>().join(","),
+            "custom tools registered"
+        );
+        let registry = Arc::new(registry);
+        let serves = {
+            let registry = registry.clone();
+            Arc::new(move |name: &str| registry.get(name).is_some())
+        };
+        table.check_tools(&*serves)?;
+        let bridges = Bridges::default();
+        bridges
+            .configure(&table)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        if config.namespaces.iter().any(|n| n.name != "default") {
+            tracing::info!(namespaces = %table.names().iter().map(|n| n.as_str()).collect::<Vec<_>>().join(","), "namespaces");
+        }
+        let namespaces = Namespaces::new(table);
+        let s = &config.server;
+        let metrics = metrics_for(&config, &tokens, store.as_ref())?;
+        let tools = ToolService::new(registry);
+        let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
+        let state = RpcState {
+            store: store.clone(),
+            tools: tools.clone(),
+            limits: UnaryLimits {
+                max_body_bytes: s.max_body_bytes,
+                body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
+            },
+            records: Some(records.clone()),
+            approvals: Some(approvals.clone()),
+            metrics: metrics.clone(),
+            quotas: quotas.clone(),
+            namespaces: namespaces.clone(),
+        };
+        let api = ApiState::new(crate::api::ApiParts {
+            store: store.clone(),
+            records,
+            config: config.api.clone(),
+            tokens: ApiTokens {
+                write: namespaces.api_tokens().clone(),
+                read: namespaces.api_read_tokens().clone(),
+                bridge: namespaces.bridge_tokens().clone(),
+            },
+            bridges: bridges.clone(),
+            namespaces: namespaces.clone(),
+            tools: tools.clone(),
+            metrics: metrics.clone(),
+            approvals,
+            quotas: quotas.clone(),
+        });
+        let retention = match config.retention.max_age()? {
+            Some(age) => Some((
+                age,
+                config.retention.interval()?,
+                config.retention.batch_runs,
+            )),
+            None => None,
+        };
+        let router = router::router(
+            state,
+            namespaces.store_tokens().clone(),
+            namespaces.tool_tokens().clone(),
+            crate::api::router(api.clone()),
+        );
+        let reloader = Reloader {
+            namespaces: namespaces.clone(),
+            bridges,
+            serves,
+            source: self.reload,
+        };
+        Ok(App {
+            listener,
+            addr,
+            router,
+            store,
+            tools,
+            tokens,
+            limits: ServerLimits {
+                max_connections: s.max_connections,
+                header_read_timeout: Duration::from_millis(s.header_read_timeout_ms),
+                shutdown_grace: Duration::from_millis(s.shutdown_grace_ms),
+                threads: s.threads,
+            },
+            api,
+            retention,
+            bridge_defaults: (config.bridge_model(), config.bridge_api_key()),
+            db: config.store.path.clone(),
+            namespaces,
+            reloader,
+            namespaced: !config.namespaces.is_empty(),
+            quotas,
+        })
+    }
+}
+
+/// The daemon's [`Metrics`]: fed by `store`'s append notices and file sizes, behind the
+/// metrics token if one is configured.
+fn metrics_for(config: &Config, tokens: &Tokens, store: &dyn Store) -> anyhow::Result<Metrics> {
+    let token = crate::metrics::token::resolve(&config.metrics, tokens)?;
+    if token.is_none() && config.server.allow_remote {
+        tracing::warn!(
+            "server.allow_remote is set and metrics.token is not: /metrics is open to any \
+             client that reaches the listener"
+        );
+    }
+    // File sizes are SQLite's; a PostgreSQL server reports its own.
+    let path = config
+        .store
+        .backend()
+        .sqlite_path()
+        .map(std::path::Path::to_path_buf);
+    Ok(Metrics::new(
+        store.subscribe(),
+        move || {
+            let s = path
+                .as_deref()
+                .map(crate::store::sqlite::files::sizes)
+                .unwrap_or_default();
+            StoreSizes {
+                database_bytes: s.database,
+                wal_bytes: s.wal,
+            }
+        },
+        token.map(TokenSet::single),
+    ))
+}
+
+/// `http://HOST:PORT/` for a bound address; a wildcard address is reached via loopback.
+pub fn base_url(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
+        ip if ip.is_unspecified() => "[::1]".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("http://{host}:{}/", addr.port())
+}

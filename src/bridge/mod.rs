@@ -1,0 +1,12 @@
+//! Everything about the Cursor SDK bridge, in one place: the flags that point it at this
+//! daemon (`args`), the client the run API drives it with (`client`), and the slot per
+//! namespace it is attached through (`slot`). Starting and watching the bridge as a
+//! child is `supervisor`'s (`callbackd run`), which sits above the daemon it starts.
+
+mod args;
+mod client;
+mod slot;
+
+pub use args::{shell_join, shell_quote, BridgeArgs, LOCAL_STORE_CUSTOM};
+pub use client::BridgeClient;
+pub use slot::{BridgeSlot, Bridges, NoBridge};

@@ -1,0 +1,23 @@
+//! `callbackd serve` (the default command): the daemon, until a signal.
+
+use anyhow::Context;
+
+use callbackd::cli::ConfigArgs;
+use callbackd::{telemetry, App};
+
+use super::{load, reload_source};
+
+pub fn run(args: &ConfigArgs) -> anyhow::Result<()> {
+    let config = load(args)?;
+    telemetry::init(&config.log);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let source = reload_source(args);
+    runtime.block_on(async move {
+        let app = App::builder(config).reload_from(source).build().await?;
+        telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
+        app.run_until(callbackd::shutdown::signal()).await
+    })
+}

@@ -1,0 +1,115 @@
+//! `[api]`: the settings of the run API (HTTP + SSE for the people and programs that use
+//! agents).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{ConfigError, TokenSource};
+use crate::secret::Secret;
+
+/// `[api]`: the run API under `/v1`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    /// The API's bearer token (read and write). From `CALLBACKD_API_TOKEN`, this value, the
+    /// file below, or generated into the tokens file.
+    pub token: Option<Secret>,
+    pub token_file: Option<PathBuf>,
+    /// A second, read-only token: sessions, runs and streams, but no create, send or cancel.
+    pub read_token: Option<Secret>,
+    pub read_token_file: Option<PathBuf>,
+    /// An SSE comment after this long without an event, so proxies and clients see the
+    /// connection is alive.
+    pub keepalive_ms: u64,
+    /// A stream lasts at most this long, then ends with a `reconnect` event.
+    pub max_stream_ms: u64,
+    /// The `retry_ms` a `reconnect` event asks for.
+    pub retry_ms: u64,
+    /// Open streams at most (their own cap: streams do not count against
+    /// `server.max_connections`). Past it a stream request answers 503.
+    pub max_streams: usize,
+    /// How long a stream may wait for a slow reader to take its next events before it is
+    /// dropped (the reader then resumes from the store with `after`).
+    pub slow_reader_ms: u64,
+    /// Largest JSON body of an API request.
+    pub max_body_bytes: usize,
+    /// How long `POST .../messages` retries a `Send` that the bridge refuses because the
+    /// previous turn is still settling ("already has active run").
+    pub send_settle_ms: u64,
+    /// Who decisions made with the API token are recorded as: `<namespace>/<label>`.
+    pub label: String,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            token: None,
+            token_file: None,
+            read_token: None,
+            read_token_file: None,
+            keepalive_ms: 15_000,
+            max_stream_ms: 15 * 60 * 1000,
+            retry_ms: 1000,
+            max_streams: 1024,
+            slow_reader_ms: 30_000,
+            max_body_bytes: 1024 * 1024,
+            send_settle_ms: 5_000,
+            label: "api".into(),
+        }
+    }
+}
+
+impl ApiConfig {
+    /// `api.token`, `api.token_file`.
+    pub fn token_source(&self) -> TokenSource<'_> {
+        TokenSource {
+            key: "api.token".into(),
+            value: self.token.as_ref(),
+            file: self.token_file.as_deref(),
+            env: None,
+        }
+    }
+
+    /// `api.read_token`, `api.read_token_file`.
+    pub fn read_token_source(&self) -> TokenSource<'_> {
+        TokenSource {
+            key: "api.read_token".into(),
+            value: self.read_token.as_ref(),
+            file: self.read_token_file.as_deref(),
+            env: None,
+        }
+    }
+
+    pub fn keepalive(&self) -> Duration {
+        Duration::from_millis(self.keepalive_ms)
+    }
+
+    pub fn max_stream(&self) -> Duration {
+        Duration::from_millis(self.max_stream_ms)
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        for (key, v) in [
+            ("api.keepalive_ms", self.keepalive_ms),
+            ("api.max_stream_ms", self.max_stream_ms),
+            ("api.slow_reader_ms", self.slow_reader_ms),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
+            }
+        }
+        if self.max_streams == 0 {
+            return Err(ConfigError::Invalid(
+                "api.max_streams must be at least 1".into(),
+            ));
+        }
+        if self.max_body_bytes < 1024 {
+            return Err(ConfigError::Invalid(
+                "api.max_body_bytes must be at least 1024".into(),
+            ));
+        }
+        Ok(())
+    }
+}

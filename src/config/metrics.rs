@@ -1,0 +1,34 @@
+//! `[metrics]`: the optional bearer token of `GET /metrics`.
+//!
+//! The token is its own: a Prometheus server that scrapes the daemon should not hold a
+//! token that can read or write agent state (`metrics::token` refuses the others). With no
+//! token set, `/metrics` needs none, as with most exporters: the daemon listens on loopback
+//! unless `server.allow_remote` is set, and then a warning says that the metrics are open.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::TokenSource;
+use crate::secret::Secret;
+
+/// `[metrics]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    pub token: Option<Secret>,
+    pub token_file: Option<PathBuf>,
+}
+
+impl MetricsConfig {
+    /// `metrics.token`, `metrics.token_file` (`CALLBACKD_METRICS_TOKEN` is applied over
+    /// `token` by `Config::apply_env`).
+    pub fn token_source(&self) -> TokenSource<'_> {
+        TokenSource {
+            key: "metrics.token".into(),
+            value: self.token.as_ref(),
+            file: self.token_file.as_deref(),
+            env: None,
+        }
+    }
+}

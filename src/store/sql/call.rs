@@ -1,0 +1,61 @@
+//! The dispatch of a [`StoreCall`] to the SQL that answers it.
+
+use super::{agents, cascade, checkpoints, run_events, runs, Exec};
+use crate::store::{EventAppended, Namespace, StoreCall, StoreError, StoreOutput};
+
+/// Read-only calls.
+pub async fn read<X: Exec>(x: &X, ns: &str, call: &StoreCall) -> Result<StoreOutput, X::Error> {
+    match call {
+        StoreCall::AgentsGet { agent_id } => agents::get(x, ns, agent_id).await,
+        StoreCall::AgentsList(f, p) => agents::list(x, ns, f, p).await,
+        StoreCall::RunsGet { agent_id, run_id } => runs::get(x, ns, agent_id, run_id).await,
+        StoreCall::RunsList(f, p) => runs::list(x, ns, f, p).await,
+        StoreCall::EventsList {
+            run_id,
+            after_seq,
+            limit,
+        } => run_events::list(x, ns, run_id, *after_seq, *limit).await,
+        StoreCall::CheckpointsGet { agent_id, blob_id } => {
+            checkpoints::get(x, ns, agent_id, blob_id).await
+        }
+        StoreCall::CheckpointsList(f, p) => checkpoints::list(x, ns, f, p).await,
+        write => Err(StoreError::Internal(format!("{} sent as a read", write.name())).into()),
+    }
+}
+
+/// Writing calls, run inside a transaction; an append also gives the notice for live
+/// followers, sent once the transaction committed.
+pub async fn write<X: Exec>(
+    x: &X,
+    ns: &Namespace,
+    call: &StoreCall,
+) -> Result<(StoreOutput, Option<EventAppended>), X::Error> {
+    let n = ns.as_str();
+    let output = match call {
+        StoreCall::EventsAppend(ev) => return run_events::append(x, ns, ev).await,
+        StoreCall::AgentsCreate(doc) => agents::create(x, n, doc).await,
+        StoreCall::AgentsUpdate(doc) => agents::update(x, n, doc).await,
+        StoreCall::AgentsDelete(f) => agents::delete(x, n, f).await,
+        StoreCall::RunsCreate(doc) => runs::create(x, n, doc).await,
+        StoreCall::RunsUpdate(doc) => runs::update(x, n, doc).await,
+        StoreCall::RunsDelete(f) => runs::delete(x, n, f).await,
+        StoreCall::EventsDelete { run_ids } => {
+            cascade::delete_events(x, n, run_ids.as_deref()).await
+        }
+        StoreCall::CheckpointsCreate {
+            agent_id,
+            blob_id,
+            data,
+        } => checkpoints::create(x, n, agent_id, blob_id, data).await,
+        StoreCall::CheckpointsUpdate {
+            agent_id,
+            blob_id,
+            data,
+        } => checkpoints::update(x, n, agent_id, blob_id, data).await,
+        StoreCall::CheckpointsDelete(f) => checkpoints::delete(x, n, f).await,
+        read => {
+            return Err(StoreError::Internal(format!("{} sent as a write", read.name())).into())
+        }
+    }?;
+    Ok((output, None))
+}
