@@ -370,6 +370,136 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork before a finished run and send its input again (or `text`); streams the new run, whose session is in the `callbackd-session-id` header */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    run_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["Retry"];
+                };
+            };
+            responses: {
+                /** @description Server-Sent Events: `id: <seq>` on durable events, `data: <StreamEvent>` */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "text/event-stream": components["schemas"]["StreamEvent"];
+                    };
+                };
+                /** @description A terminal run with nothing after `after` */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description invalid_argument */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description permission_denied: the read-only token */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description failed_precondition: the run has not ended, or a checkpoint blob is missing or corrupted (named) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description replay_expired: retention removed the events */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description resource_exhausted: a namespace quota */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description not_implemented: no bridge attached */
+                501: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description unavailable: the bridge is down */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/stream": {
         parameters: {
             query?: never;
@@ -661,6 +791,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session_id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork a session after or before one of its finished runs: a new session with its own copy of that conversation; 409 for a run not ended or blobs missing */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    session_id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["NewFork"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Forked"];
+                    };
+                };
+                /** @description invalid_argument */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description unauthenticated */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description permission_denied: the read-only token */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description not_found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description failed_precondition: the run has not ended, or a checkpoint blob is missing or corrupted (named) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description resource_exhausted: a namespace quota */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}/messages": {
         parameters: {
             query?: never;
@@ -883,6 +1109,35 @@ export interface components {
             /** Format: uint64 */
             next_after?: number | null;
         };
+        /** @description `201` answer of `POST /v1/sessions/{session_id}/fork`. */
+        Forked: {
+            /**
+             * Format: uint
+             * @description How many checkpoint blobs the fork got its own copy of.
+             */
+            blobs_copied: number;
+            session: components["schemas"]["Session"];
+            tools: string[];
+        };
+        /** @description Where a forked session came from. */
+        ForkedFrom: {
+            /** @description `after` or `before`. */
+            at: string;
+            run_id: string;
+            session_id: string;
+        };
+        /** @description `POST /v1/sessions/{session_id}/fork` body. */
+        NewFork: {
+            /**
+             * @description `after`: the conversation as that run left it; `before`: as it was when the run
+             *     started (before the first run: an empty conversation).
+             */
+            at: string;
+            /** @description The fork's name; default the source's. */
+            name?: string | null;
+            /** @description A finished run of the session. */
+            run_id: string;
+        };
         /** @description `POST .../messages` body. */
         NewMessage: {
             /** @description The user's message. */
@@ -908,6 +1163,11 @@ export interface components {
         };
         /** @description The spec's error codes, each with its HTTP status. */
         ProblemCode: ("unauthenticated" | "permission_denied" | "not_found" | "invalid_argument" | "replay_expired" | "not_implemented" | "unavailable" | "internal") | "failed_precondition" | "payload_too_large" | "resource_exhausted";
+        /** @description `POST /v1/runs/{run_id}/retry` body. */
+        Retry: {
+            /** @description The message to send instead of the run's own input. */
+            text?: string | null;
+        };
         /** @description A page of runs. */
         RunPage: {
             next_cursor?: string | null;
@@ -955,6 +1215,8 @@ export interface components {
             active_run_id?: string | null;
             created_at?: string | null;
             cwd?: string | null;
+            /** @description Where the session was forked from (`POST /v1/sessions/{id}/fork`); absent otherwise. */
+            forked_from?: components["schemas"]["ForkedFrom"] | null;
             model?: string | null;
             name?: string | null;
             session_id: string;
