@@ -358,7 +358,7 @@ fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
 // `backup`, `export` and `import` with `--namespace`: each sees one namespace's rows only.
 
 /// Every table with an `ns` column, in the order of the migrations.
-const NS_TABLES: [&str; 10] = [
+const NS_TABLES: [&str; 11] = [
     "agents",
     "runs",
     "run_events",
@@ -369,11 +369,12 @@ const NS_TABLES: [&str; 10] = [
     "run_expiry",
     "approvals",
     "run_inputs",
+    "session_forks",
 ];
 
 /// The same ids in every namespace, and `tag` in the stored text so the rows can be told
 /// apart: per namespace an agent `same` (with a run, events, a blob, a memory note, a tool
-/// call, a snapshot note and an approval) and a finished run `old` whose events were pruned.
+/// call, a snapshot note, an approval and a fork record) and a finished run `old` whose events were pruned.
 fn fill(db: &Path, namespaces: &[(&str, &str)]) {
     use callbackd::store::approvals::ApprovalRecord;
     use callbackd::store::records::ToolCallStart;
@@ -471,6 +472,21 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
                 .clone()
                 .approval_records()
                 .insert_approval(approval)
+                .await
+                .unwrap();
+            let fork = callbackd::store::forks::ForkRecord {
+                agent_id: "same".into(),
+                source_agent_id: format!("source-of-{tag}"),
+                source_run_id: "r0".into(),
+                at: "after".into(),
+                model: "composer-2".into(),
+                tools: vec!["echo".into()],
+                created_at_ms: 5,
+            };
+            store
+                .clone()
+                .fork_records()
+                .insert_fork(&ns, fork)
                 .await
                 .unwrap();
         }
@@ -714,7 +730,7 @@ fn backup_of_one_namespace_holds_its_rows_only_and_passes_check() {
         err.contains(&format!(
             "namespace a only: {kept_rows} rows kept (agents 1, runs 2, run_events 2, \
              checkpoints 1, memory_notes 1, tool_calls 1, event_meta 1, run_expiry 1, \
-             approvals 1, run_inputs 1), {} rows of other namespaces left out",
+             approvals 1, run_inputs 1, session_forks 1), {} rows of other namespaces left out",
             all_rows - kept_rows
         )),
         "{err}"

@@ -16,6 +16,7 @@ mod caller;
 mod cors;
 mod events;
 mod feed;
+mod fork;
 mod hub;
 mod live_tokens;
 mod messages;
@@ -66,6 +67,8 @@ pub struct ApiParts {
     pub tools: ToolService,
     pub metrics: crate::metrics::Metrics,
     pub approvals: crate::approvals::Approvals,
+    /// The namespaces' quotas, for the sessions the API writes itself (forks).
+    pub quotas: crate::namespaces::quota::QuotaGate,
 }
 
 /// What the API's handlers share. Cheap to clone.
@@ -84,6 +87,7 @@ struct Inner {
     tools: ToolService,
     metrics: crate::metrics::Metrics,
     approvals: crate::approvals::Approvals,
+    quotas: crate::namespaces::quota::QuotaGate,
     streams: Arc<Semaphore>,
     live: LiveTokens,
     hub: OnceLock<FollowHub>,
@@ -106,6 +110,7 @@ impl ApiState {
             tools,
             metrics,
             approvals,
+            quotas,
         } = parts;
         let streams = Arc::new(Semaphore::new(config.max_streams));
         ApiState {
@@ -119,6 +124,7 @@ impl ApiState {
                 tools,
                 metrics,
                 approvals,
+                quotas,
                 streams,
                 live: LiveTokens::default(),
                 hub: OnceLock::new(),
@@ -175,6 +181,11 @@ impl ApiState {
     /// Held tool calls and their decisions.
     pub fn approvals(&self) -> &crate::approvals::Approvals {
         &self.inner.approvals
+    }
+
+    /// The namespaces' quotas (a fork is a new session like any other).
+    pub fn quotas(&self) -> &crate::namespaces::quota::QuotaGate {
+        &self.inner.quotas
     }
 
     /// Where streams and retention are counted (`GET /metrics`).

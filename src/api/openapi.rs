@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{approvals, json_response, messages, questions, runs, sessions, ApiState};
+use super::{approvals, fork, json_response, messages, questions, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -212,6 +212,30 @@ pub const ROUTES: &[Route] = &[
         write: true,
         handler: || post(runs::cancel),
     },
+    Route {
+        method: "post",
+        path: "/v1/sessions/{session_id}/fork",
+        operation_id: "forkSession",
+        summary: "Fork a session after or before one of its finished runs: a new session with \
+                  its own copy of that conversation; 409 for a run not ended or blobs missing",
+        request: Some(schema::<fork::NewFork>),
+        answer: Answer::Json(201, schema::<fork::Forked>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(fork::fork),
+    },
+    Route {
+        method: "post",
+        path: "/v1/runs/{run_id}/retry",
+        operation_id: "retryRun",
+        summary: "Fork before a finished run and send its input again (or `text`); streams the \
+                  new run, whose session is in the `callbackd-session-id` header",
+        request: Some(schema::<fork::Retry>),
+        answer: Answer::Stream,
+        needs_bridge: true,
+        write: true,
+        handler: || post(fork::retry),
+    },
 ];
 
 impl Route {
@@ -371,7 +395,9 @@ pub fn document() -> Value {
             "405".into(),
             problem_response(&problem, "method_not_allowed"),
         );
-        if r.answer_streams() || r.path == "/v1/sessions" && r.method == "post" {
+        if r.answer_streams()
+            || r.method == "post" && (r.path == "/v1/sessions" || r.path.ends_with("/fork"))
+        {
             responses.insert(
                 "429".into(),
                 problem_response(
@@ -458,6 +484,10 @@ fn conflict(r: &Route) -> Option<&'static str> {
         ("post", "/v1/approvals/{approval_id}") => {
             Some("failed_precondition: the approval was already decided or expired")
         }
+        ("post", "/v1/sessions/{session_id}/fork") | ("post", "/v1/runs/{run_id}/retry") => Some(
+            "failed_precondition: the run has not ended, or a checkpoint blob is missing or \
+             corrupted (named)",
+        ),
         _ => None,
     }
 }

@@ -22,6 +22,28 @@ pub struct Session {
     pub active_run_id: Option<String>,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
+    /// Where the session was forked from (`POST /v1/sessions/{id}/fork`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a forked session came from.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    pub run_id: String,
+    /// `after` or `before`.
+    pub at: String,
+}
+
+impl ForkedFrom {
+    pub fn of(rec: &crate::store::forks::ForkRecord) -> ForkedFrom {
+        ForkedFrom {
+            session_id: rec.source_agent_id.clone(),
+            run_id: rec.source_run_id.clone(),
+            at: rec.at.clone(),
+        }
+    }
 }
 
 /// A run, as the API shows it.
@@ -71,6 +93,7 @@ impl Session {
             active_run_id: str_of(doc, "activeRunId"),
             created_at: time_of(doc, "createdAt"),
             updated_at: time_of(doc, "updatedAt"),
+            forked_from: None,
         }
     }
 }

@@ -187,11 +187,23 @@ pub async fn get_one(
 ) -> Result<Response, Problem> {
     let reader = state.reader(&caller.ns);
     let doc = reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
-    let model = reader.latest_model(&id).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &Session::from_doc(&doc, model),
-    ))
+    let fork = state
+        .store()
+        .clone()
+        .fork_records()
+        .fork_of(&caller.ns, &id)
+        .await?;
+    let model = match reader.latest_model(&id).await? {
+        Some(m) => Some(m),
+        // A fork without runs of its own has its source's model.
+        None => fork
+            .as_ref()
+            .map(|f| f.model.clone())
+            .filter(|m| !m.is_empty()),
+    };
+    let mut session = Session::from_doc(&doc, model);
+    session.forked_from = fork.as_ref().map(super::reader::ForkedFrom::of);
+    Ok(json_response(StatusCode::OK, &session))
 }
 
 pub async fn runs(

@@ -340,6 +340,7 @@ impl AppBuilder {
             tools: tools.clone(),
             metrics: metrics.clone(),
             approvals,
+            quotas: quotas.clone(),
         });
         let retention = match config.retention.max_age()? {
             Some(age) => Some((

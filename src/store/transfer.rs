@@ -22,10 +22,11 @@ pub enum Table {
     RunExpiry,
     Approvals,
     RunInputs,
+    SessionForks,
 }
 
 impl Table {
-    pub const ALL: [Table; 10] = [
+    pub const ALL: [Table; 11] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
@@ -36,6 +37,7 @@ impl Table {
         Table::RunExpiry,
         Table::Approvals,
         Table::RunInputs,
+        Table::SessionForks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +52,7 @@ impl Table {
             Table::RunExpiry => "run_expiry",
             Table::Approvals => "approvals",
             Table::RunInputs => "run_inputs",
+            Table::SessionForks => "session_forks",
         }
     }
 }
@@ -140,6 +143,17 @@ pub enum Row {
         run_id: String,
         text: String,
     },
+    Fork {
+        ns: String,
+        agent_id: String,
+        source_agent_id: String,
+        source_run_id: String,
+        at: String,
+        model: String,
+        /// The tool names, JSON text.
+        tools: String,
+        created_at: i64,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -182,6 +196,7 @@ impl Row {
             Row::RunExpiry { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Approval { id, .. } => Key::Text(vec![id.clone()]),
             Row::RunInput { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
+            Row::Fork { ns, agent_id, .. } => Key::Text(vec![ns.clone(), agent_id.clone()]),
         }
     }
 }

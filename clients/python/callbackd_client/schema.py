@@ -52,6 +52,27 @@ class EventPage(TypedDict):
     next_after: NotRequired[Optional[int]]
 
 
+class Forked(TypedDict):
+    """`201` answer of `POST /v1/sessions/{session_id}/fork`."""
+    blobs_copied: int
+    session: Session
+    tools: list[str]
+
+
+class ForkedFrom(TypedDict):
+    """Where a forked session came from."""
+    at: str
+    run_id: str
+    session_id: str
+
+
+class NewFork(TypedDict):
+    """`POST /v1/sessions/{session_id}/fork` body."""
+    at: str
+    name: NotRequired[Optional[str]]
+    run_id: str
+
+
 class NewMessage(TypedDict):
     """`POST .../messages` body."""
     text: str
@@ -71,6 +92,11 @@ class Problem(TypedDict):
     status: int
     title: str
     type: str
+
+
+class Retry(TypedDict):
+    """`POST /v1/runs/{run_id}/retry` body."""
+    text: NotRequired[Optional[str]]
 
 
 class RunPage(TypedDict):
@@ -118,6 +144,7 @@ class Session(TypedDict):
     active_run_id: NotRequired[Optional[str]]
     created_at: NotRequired[Optional[str]]
     cwd: NotRequired[Optional[str]]
+    forked_from: NotRequired[Optional[ForkedFrom]]
     model: NotRequired[Optional[str]]
     name: NotRequired[Optional[str]]
     session_id: str

@@ -29,6 +29,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0005_run_inputs",
         include_str!("../../../migrations/postgres/0005_run_inputs.sql"),
     ),
+    (
+        "0006_forks",
+        include_str!("../../../migrations/postgres/0006_forks.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

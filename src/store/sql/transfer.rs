@@ -31,5 +31,9 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
             "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason",
             "id",
         ),
+        Table::SessionForks => (
+            "ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at",
+            "ns, agent_id",
+        ),
     }
 }

@@ -165,6 +165,16 @@ impl SqliteTransfer {
                     run_id: r.get(1)?,
                     text: r.get(2)?,
                 },
+                Table::SessionForks => Row::Fork {
+                    ns: r.get(0)?,
+                    agent_id: r.get(1)?,
+                    source_agent_id: r.get(2)?,
+                    source_run_id: r.get(3)?,
+                    at: r.get(4)?,
+                    model: r.get(5)?,
+                    tools: r.get(6)?,
+                    created_at: r.get(7)?,
+                },
             });
         }
         Ok(out)
@@ -204,6 +214,9 @@ impl SqliteTransfer {
                 Row::RunInput { ns, run_id, text } => tx
                     .prepare_cached("INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3)")?
                     .execute(rusqlite::params![ns, run_id, text])?,
+                Row::Fork { ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at } => tx
+                    .prepare_cached("INSERT INTO session_forks (ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+                    .execute(rusqlite::params![ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at])?,
             };
         }
         tx.commit()
