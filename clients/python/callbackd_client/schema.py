@@ -13,6 +13,12 @@ class AgentRef(TypedDict):
     model: NotRequired[Optional[str]]
 
 
+class Answer(TypedDict):
+    """`POST /v1/runs/{run_id}/resume` body."""
+    answer: str
+    question_id: str
+
+
 class ApprovalList(TypedDict):
     """`GET /v1/approvals` answer."""
     approvals: list[ApprovalView]
@@ -20,10 +26,12 @@ class ApprovalList(TypedDict):
 
 class ApprovalView(TypedDict):
     """An approval as the API and the stream show it."""
+    approved_args: NotRequired[Any]
     args: dict[str, Any]
     created_at: str
     decided_at: NotRequired[Optional[str]]
     decided_by: NotRequired[Optional[str]]
+    edited: bool
     expires_at: str
     id: str
     reason: NotRequired[Optional[str]]
@@ -42,6 +50,7 @@ class Created(TypedDict):
 
 class Decision(TypedDict):
     """`POST /v1/approvals/{id}` body."""
+    args: NotRequired[Any]
     decision: Verdict
     reason: NotRequired[Optional[str]]
 
@@ -94,9 +103,23 @@ class Problem(TypedDict):
     type: str
 
 
+class QuestionView(TypedDict):
+    """An open question of the model to the person."""
+    expires_at: str
+    id: str
+    options: list[str]
+    text: str
+
+
 class Retry(TypedDict):
     """`POST /v1/runs/{run_id}/retry` body."""
     text: NotRequired[Optional[str]]
+
+
+class RunInput(TypedDict):
+    """What a run was asked: the user message that started it."""
+    text: str
+    truncated: NotRequired[bool]
 
 
 class RunPage(TypedDict):
@@ -111,6 +134,7 @@ class RunState(TypedDict):
     ended_at: NotRequired[Optional[str]]
     error: NotRequired[Optional[Problem]]
     events_expired_through: int
+    input: NotRequired[Optional[RunInput]]
     last_seq: int
     model: NotRequired[Optional[str]]
     output: NotRequired[Optional[str]]
@@ -128,6 +152,7 @@ class RunSummary(TypedDict):
     created_at: NotRequired[Optional[str]]
     ended_at: NotRequired[Optional[str]]
     error: NotRequired[Optional[Problem]]
+    input: NotRequired[Optional[RunInput]]
     last_seq: int
     model: NotRequired[Optional[str]]
     output: NotRequired[Optional[str]]
@@ -161,6 +186,7 @@ class SessionPage(TypedDict):
 class RunStartedEvent(TypedDict):
     agent: AgentRef
     at: str
+    input: NotRequired[Optional[RunInput]]
     release_id: NotRequired[Optional[str]]
     run_id: str
     seq: int
@@ -191,11 +217,13 @@ class MessageSnapshotEvent(TypedDict):
 
 
 class ToolStartedEvent(TypedDict):
+    arguments: Any
     at: str
     run_id: str
     seq: int
     tool: str
     tool_call_id: str
+    truncated: NotRequired[bool]
     type: Literal["tool_started"]
 
 
@@ -203,10 +231,12 @@ class ToolCompletedEvent(TypedDict):
     at: str
     duration_ms: NotRequired[Optional[int]]
     outcome: str
+    result: Any
     run_id: str
     seq: int
     tool: str
     tool_call_id: str
+    truncated: NotRequired[bool]
     type: Literal["tool_completed"]
 
 
@@ -308,12 +338,26 @@ Sent on every (re)connect while it is pending."""
     type: Literal["approval_required"]
 
 
+class QuestionEvent(TypedDict):
+    """The model asks the person (built-in `ask_user`): answer with
+`POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
+while it is open; its end is an `approval_resolved` with its id."""
+    at: str
+    question: QuestionView
+    run_id: str
+    seq: int
+    type: Literal["question"]
+
+
 class ApprovalResolvedEvent(TypedDict):
-    """A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`."""
+    """A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
+(`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
+runs with arguments a person edited."""
     approval_id: str
     at: str
     by: NotRequired[Optional[str]]
     decision: str
+    edited: bool
     reason: NotRequired[Optional[str]]
     run_id: str
     seq: int
@@ -334,6 +378,16 @@ class StreamToken(TypedDict):
 stream, for a browser's `EventSource` (which cannot send headers)."""
     expires_at: str
     token: str
+
+
+class ToolCallDetail(TypedDict):
+    """A tool call in full."""
+    arguments: Any
+    result: Any
+    run_id: str
+    status: str
+    tool: str
+    tool_call_id: str
 
 
 class ToolCallView(TypedDict):
@@ -381,6 +435,7 @@ StreamEvent = Union[
     ReconnectEvent,
     StreamGapEvent,
     ApprovalRequiredEvent,
+    QuestionEvent,
     ApprovalResolvedEvent,
     UpToDateEvent,
 ]
