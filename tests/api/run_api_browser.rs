@@ -8,21 +8,9 @@ use serde_json::json;
 
 use crate::helpers::TestApp;
 use crate::run_api::{append, setup, tool_turn};
-use crate::sse::Frame;
+use crate::sse::{durable, Frame};
 
 const T: Duration = Duration::from_secs(10);
-
-fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event {
-                id: Some(id), raw, ..
-            } => Some((*id, raw.clone())),
-            _ => None,
-        })
-        .collect()
-}
 
 async fn stream_token(app: &TestApp, run_id: &str, bearer: &str) -> (u16, serde_json::Value) {
     let r = app

@@ -8,21 +8,9 @@ use serde_json::{json, Value};
 
 use crate::helpers::TestApp;
 use crate::run_api::{append, setup, tool_turn};
-use crate::sse::{Frame, Sse};
+use crate::sse::{durable, Sse};
 
 const T: Duration = Duration::from_secs(10);
-
-fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event {
-                id: Some(id), raw, ..
-            } => Some((*id, raw.clone())),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Reads until the stream's `up_to_date`, returning the durable frames before it.
 async fn until_up_to_date(s: &mut Sse) -> Vec<(u64, String)> {

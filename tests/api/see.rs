@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::TestApp;
 use crate::run_api::{append, setup, tool_turn};
-use crate::sse::Frame;
+use crate::sse::{durable, Frame};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -19,18 +19,6 @@ async fn record_input(app: &TestApp, run_id: &str, text: &str) {
         "INSERT INTO run_inputs (ns, run_id, text) VALUES ('default', '{run_id}', '{text}')"
     );
     app.exec(&sql, &sql).await;
-}
-
-fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event {
-                id: Some(id), raw, ..
-            } => Some((*id, raw.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 fn run_started(frames: &[Frame]) -> Value {

@@ -26,6 +26,19 @@ pub enum Frame {
     Comment(String),
 }
 
+/// The durable frames (those with an `id:`), as (seq, raw bytes): what a replay must equal.
+pub fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Event {
+                id: Some(id), raw, ..
+            } => Some((*id, raw.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Frame {
     pub fn data(&self) -> Option<&Value> {
         match self {
