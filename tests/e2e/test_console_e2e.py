@@ -486,6 +486,25 @@ def test_console_approves_with_edited_arguments(setup_env, browser_env, tmp_path
         b("wait", selector=".final .output:not(:empty)")
         final = b("eval", js="() => document.querySelector('.final .output').textContent")
         assert final == 'The person said: {"answer":"us"}', final
+
+        # A question without options, answered in the person's own words on the Approvals page.
+        backend.post_script({"steps": [{"tool": "ask_user", "args": {"question": "Any last words?"}},
+                                       {"textFromLastTool": "Last words: "}]})
+        b("fill", selector="#message", text="Ask me anything.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .question[data-decision='pending']")
+        b("goto", url=f"{base}/ui/#/approvals")
+        item = ".approvals-list .approval"
+        b("wait", selector=f"{item} .answer-text")
+        assert b("eval", js=f"() => document.querySelector(\"{item} .question-text\").textContent") == "Any last words?"
+        run_link = b("eval", js=f"() => document.querySelector(\"{item} a[href^='#/runs/']\").getAttribute('href')")
+        b("fill", selector=f"{item} .answer-text", text="ship it")
+        b("press", selector=f"{item} .answer-text", key="Enter")
+        b("wait", selector=".approvals-list .approval", state="detached")
+        b("goto", url=f"{base}/ui/{run_link}")
+        b("wait", selector=".final .output:not(:empty)", timeout_ms=30000)
+        final = b("eval", js="() => document.querySelector('.final .output').textContent")
+        assert final == 'Last words: {"answer":"ship it"}', final
     finally:
         b.close()
         run.proc.stop()
