@@ -113,8 +113,7 @@ fn run_ended(call: &StoreCall) -> Option<(String, String)> {
     }
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
     let status = v.get("status")?.as_str()?;
-    matches!(status, "finished" | "error" | "cancelled" | "expired")
-        .then(|| (doc.run_id.clone(), status.to_string()))
+    crate::approvals::run_has_ended(status).then(|| (doc.run_id.clone(), status.to_string()))
 }
 
 async fn handle(
