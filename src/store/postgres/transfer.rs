@@ -158,6 +158,10 @@ impl PgTransfer {
                         decided_by: r.get(10),
                         decided_at: r.get(11),
                         reason: r.get(12),
+                        owner: r.get(13),
+                        lease_until: r.get(14),
+                        approved_args: r.get(15),
+                        confirm: r.get(16),
                     },
                     Table::RunInputs => Row::RunInput {
                         ns: r.get(0),
@@ -207,9 +211,9 @@ impl PgTransfer {
                 Row::RunExpiry { ns, run_id, expired_through, pruned_at } => tx
                     .execute("INSERT INTO run_expiry (ns, run_id, expired_through, pruned_at) VALUES ($1, $2, $3, $4)",
                         &[ns, run_id, expired_through, pruned_at]).await?,
-                Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => tx
-                    .execute("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                        &[id, ns, agent_id, run_id, tool, tool_call_id, &args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason]).await?,
+                Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm } => tx
+                    .execute("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+                        &[id, ns, agent_id, run_id, tool, tool_call_id, &args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm]).await?,
                 Row::RunInput { ns, run_id, text } => tx
                     .execute("INSERT INTO run_inputs (ns, run_id, text) VALUES ($1, $2, $3)",
                         &[ns, run_id, text]).await?,

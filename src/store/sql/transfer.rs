@@ -28,7 +28,8 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
         Table::RunExpiry => ("ns, run_id, expired_through, pruned_at", "ns, run_id"),
         Table::RunInputs => ("ns, run_id, text", "ns, run_id"),
         Table::Approvals => (
-            "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason",
+            "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, \
+             decided_by, decided_at, reason, owner, lease_until, approved_args, confirm",
             "id",
         ),
         Table::SessionForks => (

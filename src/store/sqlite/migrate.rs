@@ -30,6 +30,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_forks",
         include_str!("../../../migrations/0006_forks.sql"),
     ),
+    (
+        "0007_approval_confirm",
+        include_str!("../../../migrations/0007_approval_confirm.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -159,6 +159,10 @@ impl SqliteTransfer {
                     decided_by: r.get(10)?,
                     decided_at: r.get(11)?,
                     reason: r.get(12)?,
+                    owner: r.get(13)?,
+                    lease_until: r.get(14)?,
+                    approved_args: r.get(15)?,
+                    confirm: r.get(16)?,
                 },
                 Table::RunInputs => Row::RunInput {
                     ns: r.get(0)?,
@@ -208,9 +212,9 @@ impl SqliteTransfer {
                 Row::RunExpiry { ns, run_id, expired_through, pruned_at } => tx
                     .prepare_cached("INSERT INTO run_expiry (ns, run_id, expired_through, pruned_at) VALUES (?1, ?2, ?3, ?4)")?
                     .execute(rusqlite::params![ns, run_id, expired_through, pruned_at])?,
-                Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => tx
-                    .prepare_cached("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")?
-                    .execute(rusqlite::params![id, ns, agent_id, run_id, tool, tool_call_id, args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason])?,
+                Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm } => tx
+                    .prepare_cached("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)")?
+                    .execute(rusqlite::params![id, ns, agent_id, run_id, tool, tool_call_id, args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm])?,
                 Row::RunInput { ns, run_id, text } => tx
                     .prepare_cached("INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3)")?
                     .execute(rusqlite::params![ns, run_id, text])?,
