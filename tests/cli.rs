@@ -158,6 +158,10 @@ fn with_no_config_the_data_lives_in_the_data_directory_never_the_working_one() {
     let db = w.data_dir().join("callbackd.db");
     // the path is printed at start
     assert_eq!(daemon.ready()["db"], db.to_str().unwrap());
+    assert_eq!(
+        daemon.ready()["store"],
+        format!("database {}", db.display())
+    );
     daemon.wait_line(&format!("database path={}", db.display()));
     assert!(db.exists());
     assert_eq!(mode(&w.data_dir()), 0o700, "the directory holds the tokens");

@@ -44,7 +44,11 @@ pub struct App {
     retention: Option<(Duration, Duration, usize)>,
     /// `[bridge]` defaults for a bridge attached later (model, API key).
     bridge_defaults: (String, String),
+    /// The SQLite file; on PostgreSQL only the anchor of the data directory (tokens and
+    /// runtime files sit beside it), which is why the ready line also names the store.
     db: std::path::PathBuf,
+    /// The store as a person names it (the file, or the PostgreSQL URL without its password).
+    store_desc: String,
     namespaces: Namespaces,
     reloader: Reloader,
     /// Whether `[[namespaces]]` is configured (the usage gauges are fed only then).
@@ -151,6 +155,7 @@ impl App {
             "console_url": console,
             "pid": std::process::id(),
             "db": self.db,
+            "store": self.store_desc,
         });
         if *ns != Namespace::default() {
             ready["namespace"] = ns.as_str().into();
@@ -267,7 +272,13 @@ impl AppBuilder {
                 db.display()
             )
         })?;
-        tracing::info!(path = %db.display(), "database");
+        match config.store.backend() {
+            crate::store::backend::BackendOptions::Sqlite(_) => {
+                tracing::info!(path = %db.display(), "database")
+            }
+            // `path` is then only where the tokens and runtime files go.
+            other => tracing::info!(store = %other.describe(), "database"),
+        }
         let tokens = tokens::resolve(&config.auth, &config.api, db)?;
         let table = Table::build(&config, &tokens, &|k| std::env::var(k).ok())?;
         let store = config.store.backend().open().await?;
@@ -385,6 +396,7 @@ impl AppBuilder {
             retention,
             bridge_defaults: (config.bridge_model(), config.bridge_api_key()),
             db: config.store.path.clone(),
+            store_desc: config.store.backend().describe(),
             namespaces,
             reloader,
             namespaced: !config.namespaces.is_empty(),

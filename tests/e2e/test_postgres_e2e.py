@@ -40,6 +40,8 @@ def test_two_daemons_on_one_postgres_share_agents_and_checkpoints(setup_env, tmp
         runs.append(h.CallbackdRun(setup_env, work, ws, backend, url, h.rand_token(), h.rand_token(),
                                    extra_args=["--config", str(config)]))
     a, b = runs[0].client, runs[1].client
+    # The ready line names the store the daemon really uses, not the unused SQLite path.
+    assert runs[0].daemon_ready["store"].startswith("PostgreSQL postgres://"), runs[0].daemon_ready
 
     agent = a.create_agent(ws, name="shared")
     _, r1 = a.send(agent, "Say hello.")
