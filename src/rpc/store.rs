@@ -116,6 +116,9 @@ async fn handle(
                 quotas.done(admitted);
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.log(ns);
+                    if let (Some(hook), Some(run_id)) = (&state.run_ended, lifecycle.ended()) {
+                        hook(ns, run_id);
+                    }
                 }
                 Ok(output)
             }
