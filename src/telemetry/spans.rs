@@ -314,6 +314,7 @@ pub fn spans(run: &RunTrace, capture_content: bool) -> Vec<SpanData> {
                 kv("callbackd.approval.edited", a.edited),
                 kv("gen_ai.tool.name", tool.tool.clone()),
                 kv("gen_ai.tool.call.id", tool.call_id.clone()),
+                kv("callbackd.run_id", run.run_id.clone()),
                 kv("openinference.span.kind", "GUARDRAIL"),
             ];
             if let Some(by) = &a.decided_by {
