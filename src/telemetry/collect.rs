@@ -159,11 +159,16 @@ pub async fn run_trace(
         }
         t.outcome = r.outcome.as_str().to_string();
     }
-    let approvals = src
-        .approvals
-        .approvals(ns, None)
-        .await
-        .map_err(|e| e.to_string())?;
+    // The namespace's approvals, filtered here (the store has no per-run query): read only
+    // for a run that made tool calls.
+    let approvals = if trace.tools.is_empty() {
+        Vec::new()
+    } else {
+        src.approvals
+            .approvals(ns, None)
+            .await
+            .map_err(|e| e.to_string())?
+    };
     for a in approvals
         .into_iter()
         .filter(|a| a.run_id.as_deref() == Some(run_id))

@@ -225,9 +225,16 @@ def test_a_collector_stopped_mid_run_costs_only_the_spans_counted_in_metrics(set
     m = metrics(s)
     assert sample(m, "callbackd_telemetry_spans_dropped_total") == 4, m
     assert sample(m, "callbackd_telemetry_spans_exported_total") == 0, m
-    # One warning, naming the endpoint; the daemon is fine.
+    # A second run: its span is dropped too, and the log does not say so again within the minute.
+    s.backend.post_script({"steps": [{"text": "Nothing to do."}], "usage": {"inputTokens": 3, "outputTokens": 2}})
+    send(s, sid, "anything else?").join(60)
+    deadline = time.monotonic() + 30
+    while sample(metrics(s), "callbackd_telemetry_spans_dropped_total") < 5 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert sample(metrics(s), "callbackd_telemetry_spans_dropped_total") == 5
     log = s.run.proc.stderr_text()
     assert log.count("cannot export traces") == 1, log[-3000:]
+    assert f"endpoint={phoenix.url}/v1/traces" in log
     status, _ = s.api.call("GET", f"/v1/sessions/{sid}")
     assert status == 200
     s.stop()
