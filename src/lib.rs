@@ -20,7 +20,8 @@
 //!   layer; [`tools`]: the [`Tool`] trait, the registry, command tools, the tool service and
 //!   the approval policy; [`transfer`]: `backup`, `export`, `import`.
 //! - [`store`]: the substores as typed calls behind the [`Store`] trait, and the backends.
-//! - [`tokens`]: the daemon's generated tokens; [`telemetry`]: logging.
+//! - [`tokens`]: the daemon's generated tokens; [`telemetry`]: logging, and OpenTelemetry
+//!   traces of runs read back from the store (above `api`, whose reader it uses).
 //! - [`config`]: the configuration, a leaf: one file per section.
 //! - [`secret`], `clock`, [`connect`] (the Connect protocol), [`proto`], `server` (the
 //!   HTTP/1.1 accept loop), `ui` (the console's files), `data_dir`, [`health`],
@@ -38,12 +39,13 @@
 //! ```text
 //! commands (the binary: main.rs, commands/)  cli  client  supervisor
 //! app
+//! telemetry
 //! api
 //! rpc  bridge
 //! namespaces  metrics
 //! approvals  auth  tools  transfer
 //! store
-//! tokens  telemetry
+//! tokens
 //! config
 //! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain
 //! ```

@@ -152,6 +152,9 @@ enum Workload {
     /// append with N `[[namespaces]]` configured against one namespace, two daemons of its
     /// own (issue 12); not in the default set.
     Namespaces,
+    /// append with `[telemetry]` exporting traces to a null OTLP sink against append without
+    /// it, two daemons of its own, every run ending (issue 23); not in the default set.
+    Telemetry,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -294,6 +297,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     payloads: payloads.clone(),
                     auth: Vec::new(),
                     scatter: false,
+                    finish: false,
                 });
                 for &c in &opts.append_clients {
                     let mut pairs = Vec::new();
@@ -345,6 +349,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     payloads: Arc::new(gen::Payloads::new(1, 256, opts.replay_event_bytes)),
                     auth: Vec::new(),
                     scatter: false,
+                    finish: false,
                 });
                 let (run_id, setup) = replay::setup(&server, &a, true).await?;
                 report.setup("replay setup (append, 16 clients)", &setup);
@@ -395,6 +400,40 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                 let per = workloads::stream::idle_rss(&server, &api, &tag, idle).await?;
                 report.stream_idle(idle, per, pid);
             }
+            Workload::Telemetry => {
+                anyhow::ensure!(
+                    opts.url.is_none() && opts.daemons <= 1,
+                    "the telemetry workload starts daemons of its own (not with --url or --daemons)"
+                );
+                // The null server is the null OTLP sink (one of its own with --no-null).
+                let own_sink = match &null {
+                    Some(_) => None,
+                    None => Some(target::spawn_null()?),
+                };
+                let sink = null.as_ref().or(own_sink.as_ref()).expect("one of them");
+                let setup = workloads::namespaces::Setup {
+                    bin: &opts.bin,
+                    db_dir: opts.db_dir.as_deref(),
+                    sync: match opts.sync {
+                        SyncMode::Normal => "normal",
+                        SyncMode::Full => "full",
+                    },
+                    pg_url: opts.pg_url.as_deref(),
+                    tag: &tag,
+                    namespaces: 0,
+                    quotas: false,
+                };
+                let a = append::Append {
+                    tag: tag.clone(),
+                    runs: sizes.runs,
+                    events: sizes.events,
+                    payloads: payloads.clone(),
+                    auth: Vec::new(),
+                    scatter: true,
+                    finish: true,
+                };
+                workloads::telemetry::run(&setup, sink, &a, &opts.append_clients, reps).await?;
+            }
             Workload::Namespaces => {
                 anyhow::ensure!(
                     opts.url.is_none() && opts.daemons <= 1,
@@ -421,6 +460,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     payloads: payloads.clone(),
                     auth: Vec::new(),
                     scatter: !opts.ns_clustered_ids,
+                    finish: false,
                 };
                 let spread = opts.ns_spread.unwrap_or(count);
                 let rows =

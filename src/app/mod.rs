@@ -54,6 +54,8 @@ pub struct App {
     /// Whether `[[namespaces]]` is configured (the usage gauges are fed only then).
     namespaced: bool,
     quotas: QuotaGate,
+    /// The trace export (`[telemetry]`), flushed at the stop.
+    traces: Option<crate::telemetry::Traces>,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -211,6 +213,10 @@ impl App {
             api.close_streams();
         };
         server::serve(self.listener, self.router, self.limits, shutdown).await;
+        // The spans of runs that ended just before the stop, if the collector takes them soon.
+        if let Some(traces) = &self.traces {
+            traces.flush(Duration::from_secs(3)).await;
+        }
         sweeper.abort();
         wake.abort();
         if let Some(task) = retention {
@@ -330,6 +336,7 @@ impl AppBuilder {
         let metrics = metrics_for(&config, &tokens, store.as_ref())?;
         let tools = ToolService::new(registry);
         let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
+        let traces = start_traces(&config, &store, &records, &metrics)?;
         let state = RpcState {
             store: store.clone(),
             tools: tools.clone(),
@@ -342,6 +349,10 @@ impl AppBuilder {
             metrics: metrics.clone(),
             quotas: quotas.clone(),
             namespaces: namespaces.clone(),
+            run_ended: traces.clone().map(|t| {
+                Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))
+                    as crate::rpc::RunEndedHook
+            }),
         };
         let api = ApiState::new(crate::api::ApiParts {
             store: store.clone(),
@@ -401,8 +412,27 @@ impl AppBuilder {
             reloader,
             namespaced: !config.namespaces.is_empty(),
             quotas,
+            traces,
         })
     }
+}
+
+/// The trace export of `[telemetry]`, started; `None` when it is off.
+fn start_traces(
+    config: &Config,
+    store: &Arc<dyn Store>,
+    records: &Arc<dyn RunRecords>,
+    metrics: &Metrics,
+) -> anyhow::Result<Option<crate::telemetry::Traces>> {
+    let Some(export) = config.telemetry.resolve(&|k| std::env::var(k).ok())? else {
+        return Ok(None);
+    };
+    let sources = crate::telemetry::Sources {
+        store: store.clone(),
+        records: records.clone(),
+        approvals: store.clone().approval_records(),
+    };
+    crate::telemetry::Traces::start(&export, sources, metrics.clone()).map(Some)
 }
 
 /// The daemon's [`Metrics`]: fed by `store`'s append notices and file sizes, behind the

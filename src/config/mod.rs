@@ -21,6 +21,7 @@ mod rebase;
 mod retention;
 mod server;
 mod store;
+mod telemetry;
 mod token;
 mod tools;
 
@@ -38,6 +39,7 @@ pub use namespaces::{NamespaceConfig, OverRate, QuotaConfig, Quotas, TokenRole};
 pub use retention::{parse_duration, RetentionConfig};
 pub use server::{ServerConfig, DEFAULT_LISTEN};
 pub use store::{is_postgres_url, BackendKind, StoreConfig, SyncMode};
+pub use telemetry::{TelemetryConfig, TraceExport};
 pub use token::{check_token, TokenSource};
 pub use tools::{ApprovalSetting, CommandToolConfig, ToolLimitsConfig, ToolsConfig};
 
@@ -57,6 +59,8 @@ pub struct Config {
     pub bridge: BridgeConfig,
     pub retention: RetentionConfig,
     pub metrics: MetricsConfig,
+    /// `[telemetry]`: OpenTelemetry traces of agent runs (docs/telemetry.md).
+    pub telemetry: TelemetryConfig,
     /// `[[namespaces]]`: more bridges on this daemon (docs/namespaces.md).
     pub namespaces: Vec<NamespaceConfig>,
 }
@@ -107,6 +111,7 @@ impl Config {
         self.store.validate()?;
         self.api.validate()?;
         self.retention.validate()?;
+        self.telemetry.validate()?;
         for (key, token) in [
             ("auth.store_token", &self.auth.store_token),
             ("auth.tool_token", &self.auth.tool_token),

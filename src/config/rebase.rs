@@ -27,6 +27,9 @@ impl Config {
         {
             fix(p);
         }
+        for p in self.telemetry.headers_file.values_mut() {
+            fix(p);
+        }
         for ns in &mut self.namespaces {
             ns.rebase(&fix);
         }

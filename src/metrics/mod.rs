@@ -19,6 +19,10 @@
 //!   through [`Metrics::stream_opened`], [`Metrics::stream_closed`],
 //!   [`Metrics::follower_started`], [`Metrics::follower_stopped`] and
 //!   [`Metrics::retention_removed`].
+//! - `telemetry_spans_exported_total`, `telemetry_spans_dropped_total`: OpenTelemetry spans
+//!   of runs sent to the collector, and those dropped instead (queue full, collector down
+//!   or refusing them); fed by `telemetry::traces` ([`Metrics::spans_exported`],
+//!   [`Metrics::spans_dropped`]).
 //!
 //! Recording is a hash lookup under a read lock and a short mutex: well under a microsecond,
 //! against an append's ~100 µs (see BENCHMARKS.md for the measured cost).
@@ -108,6 +112,8 @@ struct Inner {
     streams_open: Gauge,
     followers: Gauge,
     retention_removed: Counter,
+    spans_exported: Counter,
+    spans_dropped: Counter,
     /// The bearer token `/metrics` requires; `None`: open (see `metrics::token`).
     token: Option<TokenSet>,
 }
@@ -191,6 +197,18 @@ impl Metrics {
             "Run events removed by retention",
             retention_removed.clone(),
         );
+        let spans_exported = Counter::default();
+        registry.register(
+            "telemetry_spans_exported",
+            "OpenTelemetry spans of runs the collector accepted",
+            spans_exported.clone(),
+        );
+        let spans_dropped = Counter::default();
+        registry.register(
+            "telemetry_spans_dropped",
+            "OpenTelemetry spans of runs dropped: export queue full, collector unreachable or refusing",
+            spans_dropped.clone(),
+        );
         if let Some(sizes) = sizes {
             registry.register_collector(Box::new(SizesCollector(sizes)));
         }
@@ -206,6 +224,8 @@ impl Metrics {
                 streams_open,
                 followers,
                 retention_removed,
+                spans_exported,
+                spans_dropped,
                 token,
             }),
         }
@@ -290,6 +310,16 @@ impl Metrics {
     /// Retention removed `n` run events.
     pub fn retention_removed(&self, n: u64) {
         self.inner.retention_removed.inc_by(n);
+    }
+
+    /// The collector accepted `n` spans.
+    pub fn spans_exported(&self, n: u64) {
+        self.inner.spans_exported.inc_by(n);
+    }
+
+    /// `n` spans were dropped instead of exported.
+    pub fn spans_dropped(&self, n: u64) {
+        self.inner.spans_dropped.inc_by(n);
     }
 
     /// The bearer token `/metrics` requires, if any.

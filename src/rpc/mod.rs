@@ -8,6 +8,8 @@ pub mod store;
 pub(crate) mod tools;
 mod unknown_field;
 
+pub use run_log::RunEndedHook;
+
 use std::sync::Arc;
 
 use crate::connect::{Code, ConnectError, UnaryLimits};
@@ -31,6 +33,8 @@ pub struct RpcState {
     pub quotas: crate::namespaces::quota::QuotaGate,
     /// The namespaces in force (tool allowlists).
     pub namespaces: crate::namespaces::Namespaces,
+    /// Told of each run whose terminal event was committed (the traces, docs/telemetry.md).
+    pub run_ended: Option<run_log::RunEndedHook>,
 }
 
 impl From<StoreError> for ConnectError {

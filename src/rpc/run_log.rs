@@ -7,6 +7,10 @@ use serde_json::Value;
 
 use crate::store::{Namespace, StoreCall};
 
+/// Called with the namespace and run id after a run's terminal event is committed. Must
+/// not wait (telemetry's is a `try_send`): it runs on the store call's path.
+pub type RunEndedHook = std::sync::Arc<dyn Fn(&Namespace, &str) + Send + Sync>;
+
 /// A run's start or end, from the append that records it.
 pub(super) enum Lifecycle {
     Started { run_id: String },
@@ -42,6 +46,14 @@ impl Lifecycle {
                 })
             }
             _ => None,
+        }
+    }
+
+    /// The run id, if this is a run's end.
+    pub(super) fn ended(&self) -> Option<&str> {
+        match self {
+            Lifecycle::Ended { run_id, .. } => Some(run_id),
+            Lifecycle::Started { .. } => None,
         }
     }
 

@@ -135,6 +135,9 @@ async fn handle(
                 quotas.done(admitted);
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.log(ns);
+                    if let (Some(hook), Some(run_id)) = (&state.run_ended, lifecycle.ended()) {
+                        hook(ns, run_id);
+                    }
                 }
                 if let (Some((run_id, status)), Some(approvals)) = (ended, &state.approvals) {
                     // The run's pending approvals end with it, now (not at the held call's

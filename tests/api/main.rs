@@ -26,6 +26,7 @@ mod store_concurrency;
 mod store_fidelity;
 mod store_run_events;
 mod store_runs;
+mod telemetry;
 mod tools;
 mod transfer;
 mod ui;

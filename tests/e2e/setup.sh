@@ -6,6 +6,8 @@
 #                          clients/python itself, installed editable (httpx comes with cursor-sdk)
 #   E2E_DIR/ts/node_modules/  the TypeScript client's dev dependencies (typescript,
 #                          openapi-typescript, @types/node: `npm ci` of clients/typescript's lock)
+#   E2E_DIR/phoenix-venv/  Arize Phoenix (pinned), the OTLP collector of the telemetry tests
+#                          (tests/e2e/phoenix_setup.sh; CALLBACKD_E2E_NO_PHOENIX=1 skips it)
 #   E2E_DIR/fbcache/       what the fake backend needs (FAKEBACKEND_CACHE):
 #     sdkcopy/             a copy of the bridge's bundled @cursor/sdk ESM build whose index.js also
 #                          exports the webpack module loader, so the fake backend can use the SDK's
@@ -17,7 +19,7 @@
 #
 # Prints shell assignments on stdout (progress goes to stderr), so callers can do
 #   eval "$(tests/e2e/setup.sh)"   # exports CALLBACKD_E2E_DIR, E2E_PYTHON, FAKEBACKEND_CACHE, BRIDGE_DIR, NODE,
-#                                  # CALLBACKD_TS_NODE_MODULES
+#                                  # CALLBACKD_TS_NODE_MODULES, PHOENIX_BIN
 # Idempotent: when everything is in place it only checks and prints (well under a second).
 # Adapted from the fake backend's own setup.sh (see fakebackend.mjs); the bridge comes from
 # `pip install` here instead of `pip download` + unzip.
@@ -136,6 +138,13 @@ if ! cmp -s "$CLIENT_TS/package-lock.json" "$TSDIR/.installed-lock" || [ ! -f "$
   cp "$CLIENT_TS/package-lock.json" "$TSDIR/.installed-lock"
 fi
 
+# 6. Arize Phoenix in a venv of its own: the OTLP collector of test_telemetry_e2e.py.
+PHOENIX_BIN=""
+if [ -z "${CALLBACKD_E2E_NO_PHOENIX:-}" ]; then
+  lock
+  PHOENIX_BIN="$(PYTHON="$PY" bash "$REPO/tests/e2e/phoenix_setup.sh" "$E2E")" || die "installing Arize Phoenix failed"
+fi
+
 say "ready (bridge $BRIDGE)"
-printf 'export CALLBACKD_E2E_DIR=%q\nexport E2E_PYTHON=%q\nexport FAKEBACKEND_CACHE=%q\nexport BRIDGE_DIR=%q\nexport NODE=%q\nexport CALLBACKD_TS_NODE_MODULES=%q\n' \
-  "$E2E" "$VENV/bin/python" "$CACHE" "$BRIDGE" "$NODE" "$TSDIR/node_modules"
+printf 'export CALLBACKD_E2E_DIR=%q\nexport E2E_PYTHON=%q\nexport FAKEBACKEND_CACHE=%q\nexport BRIDGE_DIR=%q\nexport NODE=%q\nexport CALLBACKD_TS_NODE_MODULES=%q\nexport PHOENIX_BIN=%q\n' \
+  "$E2E" "$VENV/bin/python" "$CACHE" "$BRIDGE" "$NODE" "$TSDIR/node_modules" "$PHOENIX_BIN"

@@ -31,6 +31,11 @@ pub struct Append {
     /// the store's indexes as the bridge's random run ids do; false: `run-{tag}-{label}-{r}`,
     /// a phase's runs side by side in every index.
     pub scatter: bool,
+    /// Runs that end: the run documents are created before the phase (not measured), and
+    /// each run's last event is its terminal `status FINISHED`, so that a daemon exporting
+    /// traces reads every run back and exports its span during the phase (the `telemetry`
+    /// workload).
+    pub finish: bool,
 }
 
 impl Append {
@@ -54,6 +59,43 @@ impl Append {
     fn auth_of(&self, r: usize) -> Option<&HeaderValue> {
         (!self.auth.is_empty()).then(|| &self.auth[r % self.auth.len()])
     }
+}
+
+/// The terminal event of a run that ends (see [`Append::finish`]).
+const FINISHED: &str = r#"{"type":"status","status":"FINISHED"}"#;
+
+/// The agent and run documents of a phase whose runs end, made before it is timed.
+async fn create_runs(target: &Target, agent: &str, run_ids: &[String]) -> anyhow::Result<()> {
+    let mut conn = Conn::connect(target.endpoint(0)).await?;
+    let now = super::now_ms();
+    let doc = gen::AgentState {
+        agent_id: agent,
+        cwd: "/bench",
+        status: "running",
+        active_run: None,
+        latest_root: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let (status, body) = conn.call(doc.call("create").into()).await?;
+    anyhow::ensure!(status.is_success(), "agents.create: {status} {body:?}");
+    for run_id in run_ids {
+        let run = gen::RunState {
+            agent_id: agent,
+            run_id,
+            status: "running",
+            request_id: None,
+            result: None,
+            latest_root: None,
+            created_at: now,
+            updated_at: now,
+            started_at: Some(now),
+            ended_at: None,
+        };
+        let (status, body) = conn.call(run.call("create").into()).await?;
+        anyhow::ensure!(status.is_success(), "runs.create: {status} {body:?}");
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -82,6 +124,9 @@ pub async fn run(
     let next = Arc::new(AtomicUsize::new(0));
     let run_ids: Arc<Vec<String>> = Arc::new((0..a.runs).map(|r| a.run_id(label, r)).collect());
     let agent = Arc::new(a.agent_id(label));
+    if a.finish {
+        create_runs(target, &agent, &run_ids).await?;
+    }
     let (mut m, seqs) = measure(target, clients, |_, mut conn: Conn| {
         let (a, next, run_ids, agent) = (a.clone(), next.clone(), run_ids.clone(), agent.clone());
         async move {
@@ -93,7 +138,11 @@ pub async fn run(
                     break;
                 }
                 let r = k % a.runs;
-                let body = a.payloads.append_body(&agent, &run_ids[r], k);
+                let body = if a.finish && k / a.runs == a.events - 1 {
+                    gen::status_append(&agent, &run_ids[r], FINISHED)
+                } else {
+                    a.payloads.append_body(&agent, &run_ids[r], k)
+                };
                 let Some(answer) = rec.call_as(&mut conn, body, a.auth_of(r)).await else {
                     continue;
                 };

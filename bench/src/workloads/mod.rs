@@ -6,6 +6,7 @@ pub mod append;
 pub mod namespaces;
 pub mod replay;
 pub mod stream;
+pub mod telemetry;
 pub mod turn;
 
 use std::future::Future;

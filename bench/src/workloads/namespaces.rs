@@ -117,7 +117,8 @@ pub async fn start(s: &Setup<'_>) -> anyhow::Result<Daemons> {
     })
 }
 
-fn spawn(
+/// A daemon on a scratch database of its own, `extra` appended to its config.
+pub fn spawn(
     s: &Setup<'_>,
     which: &str,
     extra: &str,
@@ -169,6 +170,7 @@ pub async fn run(
             payloads: a.payloads.clone(),
             auth: tokens.iter().map(|t| bearer(t)).collect::<Result<_, _>>()?,
             scatter: a.scatter,
+            finish: false,
         }))
     };
     let one = with_auth(&[])?;

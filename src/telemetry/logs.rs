@@ -112,7 +112,7 @@ mod tests {
             line["fields"]["location"]
                 .as_str()
                 .unwrap()
-                .starts_with("src/telemetry.rs:"),
+                .starts_with("src/telemetry/logs.rs:"),
             "{line}"
         );
         assert_eq!(line["target"], "callbackd::panic");
