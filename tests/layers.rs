@@ -394,6 +394,43 @@ fn every_import_points_down_the_layer_order_and_none_closes_a_circle() {
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
 
+/// Every file under `src/` (the binary's too) stays readable in one sitting: at most 600
+/// lines, and the config leaf's files under 250 (one `[section]` a file), so a newcomer
+/// finds a key next to its checks. A file that grows past the line is split by concept.
+#[test]
+fn no_source_file_is_over_600_lines_and_no_config_file_over_250() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut too_long = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+            let rel = path.strip_prefix(&src).unwrap();
+            let limit = if rel.starts_with("config") { 250 } else { 600 };
+            if lines > limit {
+                too_long.push(format!(
+                    "src/{} has {lines} lines (at most {limit})",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    too_long.sort();
+    assert!(
+        too_long.is_empty(),
+        "split by concept:\n{}",
+        too_long.join("\n")
+    );
+}
+
 #[test]
 fn the_check_finds_an_upward_import_a_circle_and_a_module_off_the_floors() {
     let lib = "//! Layers:\n//!\n//! ```text\n//! app (top)\n//! store  config/\n//! ```\n";
