@@ -60,7 +60,9 @@ pub struct Forked {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retry {
-    /// The message to send instead of the run's own input.
+    /// The message to send instead of the run's own input. Without it, the input kept
+    /// when the run was started through `POST /v1/sessions/{session_id}/messages` is sent
+    /// again; a run started elsewhere has none kept (`409`).
     pub text: Option<String>,
 }
 
@@ -118,12 +120,18 @@ pub async fn retry(
             ))
         }
         Some(t) => t,
-        None => run_input(&run).ok_or_else(|| {
-            Problem::invalid(format!(
-                "text is required: this store does not hold the input of run {run_id}, so \
-                 say what to send ({{\"text\": \"...\"}})"
-            ))
-        })?,
+        None => state
+            .records()
+            .run_inputs(&caller.ns, std::slice::from_ref(&run_id))
+            .await?
+            .remove(&run_id)
+            .ok_or_else(|| {
+                conflict(format!(
+                    "this store does not hold the input of run {run_id} (it was not started \
+                     through POST /v1/sessions/{{session_id}}/messages of this store): retry \
+                     it with the message to send ({{\"text\": \"...\"}})"
+                ))
+            })?,
     };
     let session = run
         .get("agentId")
@@ -146,15 +154,6 @@ pub async fn retry(
         response.headers_mut().insert("callbackd-session-id", v);
     }
     Ok(response)
-}
-
-/// The text a run was started with, when the store holds it.
-fn run_input(run: &Value) -> Option<String> {
-    let input = run.get("input")?;
-    input
-        .as_str()
-        .or_else(|| input.get("text").and_then(Value::as_str))
-        .map(str::to_string)
 }
 
 fn no_run(run_id: &str) -> Problem {

@@ -423,11 +423,29 @@ async fn a_retry_needs_its_text_and_a_bridge_and_creates_nothing_without_them() 
     three_turns(&app).await;
     let count = agents(&app).await;
     let token = app.api_token.clone();
+    // r2 was started elsewhere (through the store, not POST .../messages): no input is kept.
     let r = app
         .api("POST", "/v1/runs/r2/retry", Some(&token), "{}")
         .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "failed_precondition", "{}", r.text());
+    assert!(
+        r.text().contains("does not hold the input of run r2"),
+        "{}",
+        r.text()
+    );
+    let r = app
+        .api("POST", "/v1/runs/r2/retry", Some(&token), r#"{"text":" "}"#)
+        .await;
     assert_eq!(r.status, 400, "{}", r.text());
-    assert!(r.text().contains("text is required"), "{}", r.text());
+    // With its input kept (what POST .../messages does), a retry without text gets past the
+    // input and stops only at the missing bridge.
+    let sql = "INSERT INTO run_inputs (ns, run_id, text) VALUES ('default', 'r2', 'prompt 2')";
+    app.exec(sql, sql).await;
+    let r = app
+        .api("POST", "/v1/runs/r2/retry", Some(&token), "{}")
+        .await;
+    assert_eq!(r.status, 501, "the input is known, no bridge: {}", r.text());
     let r = app
         .api(
             "POST",

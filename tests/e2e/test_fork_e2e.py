@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import time
 
 from test_run_api_e2e import ApiStack, read_all, types
 
@@ -96,9 +97,10 @@ def fork_after_turn_one(s) -> tuple[str, str]:
     status, runs_of_source = s.api.call("GET", f"/v1/sessions/{sid}/runs")
     assert [r["turn_number"] for r in runs_of_source["runs"]] == [1, 2, 3, 4]
 
-    # Retry of turn 2: its prompt again, from the state after turn 1, in a new session.
+    # Retry of turn 2 without a text: its own prompt again (the input kept when it was
+    # sent), from the state after turn 1, in a new session.
     mark = len(s.backend.records())
-    c, r = s.api.open("POST", f"/v1/runs/{runs[1]}/retry", {"text": PROMPTS[1]})
+    c, r = s.api.open("POST", f"/v1/runs/{runs[1]}/retry", {})
     assert r.status == 200, r.read()
     rid = r.getheader("callbackd-session-id")
     fs = read_all(r)
@@ -110,3 +112,37 @@ def fork_after_turn_one(s) -> tuple[str, str]:
     status, retried = s.api.call("GET", f"/v1/sessions/{rid}")
     assert retried["forked_from"] == {"session_id": sid, "run_id": runs[1], "at": "before"}
     return sid, fid
+
+
+def test_a_fork_without_runs_keeps_its_sources_model_and_tools_across_a_restart(setup_env, tmp_path):
+    """A fork has no runs of its own, so no run says its model: after a daemon restart its
+    first message must still go out with the source's model (kept with the fork), not the
+    bridge's default."""
+    model = "fork-model-kept"
+    s = ApiStack(setup_env, tmp_path, scenario="text", backend_env={"FB_EXTRA_MODELS": model})
+    status, body = s.api.call("POST", "/v1/sessions", {"model": model})
+    assert status == 201, body
+    sid = body["session"]["session_id"]
+    mark = len(s.backend.records())
+    run = send(s, sid, PROMPTS[0])["run_id"]
+    assert model in requests_text(s, mark), "the source's own turn uses its model"
+    # The bridge writes the run's final document just after its stream ends.
+    deadline = time.monotonic() + 10
+    while True:
+        status, forked = s.api.call("POST", f"/v1/sessions/{sid}/fork", {"run_id": run, "at": "after"})
+        if status != 409 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert status == 201, forked
+    fid = forked["session"]["session_id"]
+    assert forked["session"]["model"] == model
+
+    s.stop()
+    s.start()
+    status, got = s.api.call("GET", f"/v1/sessions/{fid}")
+    assert status == 200 and got["model"] == model, got
+    mark = len(s.backend.records())
+    assert send(s, fid, "a question on the fork after a restart")["status"] == "finished"
+    sent = requests_text(s, mark)
+    assert model in sent, "the fork's first run after a restart went out with another model"
+    assert "composer-2" not in sent
