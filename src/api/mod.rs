@@ -17,6 +17,7 @@ mod cors;
 mod events;
 mod feed;
 mod fork;
+mod forks;
 mod hub;
 mod live_tokens;
 mod messages;

@@ -243,6 +243,86 @@ async fn a_fork_after_a_turn_holds_that_conversation_and_no_more_and_outlives_it
 }
 
 #[tokio::test]
+async fn a_sessions_and_a_runs_forks_are_listed_oldest_first_and_a_deleted_fork_is_not() {
+    let app = TestApp::spawn().await;
+    three_turns(&app).await;
+    let empty = app.api_get("/v1/runs/r1/forks").await;
+    assert_eq!(empty.status, 200, "{}", empty.text());
+    assert_eq!(empty.json(), json!({"forks": []}));
+    let mut ids = Vec::new();
+    for (run, at) in [("r1", "after"), ("r2", "before"), ("r1", "before")] {
+        let r = fork(&app, "a1", json!({"run_id": run, "at": at})).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        ids.push(
+            r.json()["session"]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let listed = |v: Value| -> Vec<(String, String, String)> {
+        v["forks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                assert_eq!(f["forked_from"]["session_id"], "a1");
+                assert_eq!(f["model"], "composer-2");
+                assert!(f["created_at"].as_str().unwrap().ends_with('Z'), "{f}");
+                let s = |v: &Value| v.as_str().unwrap().to_string();
+                (
+                    s(&f["session_id"]),
+                    s(&f["forked_from"]["run_id"]),
+                    s(&f["forked_from"]["at"]),
+                )
+            })
+            .collect()
+    };
+    // Read-only callers see them too.
+    let read = app.api_read_token.clone();
+    let all = app
+        .api("GET", "/v1/sessions/a1/forks", Some(&read), "")
+        .await;
+    assert_eq!(all.status, 200, "{}", all.text());
+    let mut want = vec![
+        (ids[0].clone(), "r1".to_string(), "after".to_string()),
+        (ids[1].clone(), "r2".to_string(), "before".to_string()),
+        (ids[2].clone(), "r1".to_string(), "before".to_string()),
+    ];
+    assert_eq!(listed(all.json()), want);
+    let of_r1 = app.api_get("/v1/runs/r1/forks").await;
+    assert_eq!(listed(of_r1.json()), vec![want[0].clone(), want[2].clone()]);
+    assert_eq!(
+        listed(app.api_get("/v1/runs/r3/forks").await.json()),
+        vec![]
+    );
+    // A fork's own forks are its, not its source's.
+    assert_eq!(
+        app.api_get(&format!("/v1/sessions/{}/forks", ids[0]))
+            .await
+            .json(),
+        json!({"forks": []})
+    );
+
+    app.store_ok(
+        "agents",
+        "delete",
+        json!({"filter": {"agentIds": [ids[1]]}}),
+    )
+    .await;
+    want.remove(1);
+    assert_eq!(
+        listed(app.api_get("/v1/sessions/a1/forks").await.json()),
+        want
+    );
+
+    for path in ["/v1/sessions/nope/forks", "/v1/runs/nope/forks"] {
+        let r = app.api_get(path).await;
+        assert_eq!(r.status, 404, "{path}: {}", r.text());
+    }
+}
+
+#[tokio::test]
 async fn a_fork_before_a_run_starts_from_where_that_run_started() {
     let app = TestApp::spawn().await;
     let turns = three_turns(&app).await;
