@@ -593,3 +593,62 @@ async fn forks_count_against_the_namespace_quota_and_stay_in_their_namespace() {
         1
     );
 }
+
+#[tokio::test]
+async fn callbackd_fork_forks_a_run_named_by_its_id_after_or_before_it() {
+    let app = TestApp::spawn().await;
+    three_turns(&app).await;
+    let u = format!("http://{}/", app.addr);
+    let token = app.api_token.clone();
+    let (code, out, err) =
+        crate::client::cli(&["fork", "r2", "--url", &u, "--token", &token], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let id = out.trim().to_string();
+    assert!(
+        err.contains(&format!("session {id} is session a1 after run r2")),
+        "{err}"
+    );
+    let got = app.api_get(&format!("/v1/sessions/{id}")).await.json();
+    assert_eq!(
+        got["forked_from"],
+        json!({"session_id": "a1", "run_id": "r2", "at": "after"})
+    );
+
+    let (code, out, err) = crate::client::cli(
+        &[
+            "fork",
+            "r2",
+            "--before",
+            "--name",
+            "from before 2",
+            "--json",
+            "--url",
+            &u,
+            "--token",
+            &token,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let forked: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(forked["session"]["name"], "from before 2");
+    assert_eq!(forked["session"]["forked_from"]["at"], "before");
+    assert_eq!(forked["blobs_copied"], 3, "turn 1's blobs");
+
+    // Bad input: the API's reason and a failing status, nothing created.
+    let count = agents(&app).await;
+    let (code, _, err) =
+        crate::client::cli(&["fork", "nope", "--url", &u, "--token", &token], &[]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no run \"nope\"") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    let read = app.api_read_token.clone();
+    let (code, _, err) =
+        crate::client::cli(&["fork", "r1", "--url", &u, "--token", &read], &[]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("HTTP 403"), "{err}");
+    assert_eq!(agents(&app).await, count);
+}
