@@ -10,6 +10,7 @@ import json
 import secrets
 import time
 
+from test_console_e2e import browser_env  # noqa: F401 (a fixture)
 from test_run_api_e2e import ApiStack, read_all, types
 
 PROMPTS = ["first question zebra", "second question walrus", "third question narwhal"]
@@ -146,3 +147,58 @@ def test_a_fork_without_runs_keeps_its_sources_model_and_tools_across_a_restart(
     sent = requests_text(s, mark)
     assert model in sent, "the fork's first run after a restart went out with another model"
     assert "composer-2" not in sent
+
+
+def test_the_console_forks_from_a_run_and_retries_it(setup_env, browser_env, tmp_path):
+    """Issue 22's browser test: on a finished run's page, "Fork from here" makes a fork whose
+    page says where it came from, the run then lists it, and "Retry" sends the run's own
+    message again in a new session, whose run the console follows to its end."""
+    import harness as h
+    from test_console_e2e import Browser
+    s = ApiStack(setup_env, tmp_path, scenario="text")
+    sid = s.session()
+    run = send(s, sid, PROMPTS[0])["run_id"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:   # the bridge writes the run's final document after its stream
+        with h.DB(s.db) as db:
+            if [d["status"] for d in db.run_docs(sid)] == ["finished"]:
+                break
+        time.sleep(0.05)
+    console = s.run.daemon_ready["console_url"]
+    b = Browser(browser_env, tmp_path)
+    try:
+        b("goto", url=console + "#token=" + s.api.token)
+        b("wait", selector="h1")
+        b("goto", url=console + f"#/runs/{run}")
+        b("wait", selector="#fork-after")
+        b("click", selector="#fork-after")
+        b("wait", selector=".forked-from")
+        fid = b("eval", js="() => decodeURIComponent(location.hash.split('/')[2])")
+        assert fid not in (sid, run)
+        status, fork = s.api.call("GET", f"/v1/sessions/{fid}")
+        assert status == 200 and fork["forked_from"] == {"session_id": sid, "run_id": run, "at": "after"}, fork
+        # The fork's page links back to the source session and run.
+        links = b("eval", js="() => [...document.querySelectorAll('.forked-from a')].map(a => a.getAttribute('href'))")
+        assert links == [f"#/sessions/{sid}", f"#/runs/{run}"], links
+        # The source's run lists its fork.
+        b("click", selector=".forked-from a[href^='#/runs/']")
+        b("wait", selector=f".run-forks li[data-session='{fid}']")
+
+        mark = len(s.backend.records())
+        b("click", selector="#retry")
+        deadline = time.monotonic() + 30
+        while b("eval", js="() => location.hash") == f"#/runs/{run}" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        b("wait", selector="section.run[data-status='finished']", timeout_ms=60000)
+        retried_run = b("eval", js="() => document.querySelector('section.run').dataset.runId")
+        assert retried_run and retried_run != run
+        status, got = s.api.call("GET", f"/v1/runs/{retried_run}")
+        rid = got["session_id"]
+        status, retried = s.api.call("GET", f"/v1/sessions/{rid}")
+        assert retried["forked_from"] == {"session_id": sid, "run_id": run, "at": "before"}, retried
+        assert PROMPTS[0] in requests_text(s, mark), "the retry did not resend the run's own message"
+        status, forks = s.api.call("GET", f"/v1/runs/{run}/forks")
+        assert [f["session_id"] for f in forks["forks"]] == [fid, rid], forks
+    finally:
+        b.close()
+        s.stop()
