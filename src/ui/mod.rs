@@ -40,11 +40,11 @@ static ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("api.js", JS),
     asset!("sse.js", JS),
+    asset!("fork.js", JS),
     asset!("follow.js", JS),
     asset!("run.js", JS),
     asset!("dom.js", JS),
     asset!("approvals.js", JS),
-    asset!("fork.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 
