@@ -652,3 +652,66 @@ async fn callbackd_fork_forks_a_run_named_by_its_id_after_or_before_it() {
     assert!(err.contains("HTTP 403"), "{err}");
     assert_eq!(agents(&app).await, count);
 }
+
+#[tokio::test]
+async fn a_run_whose_stream_has_ended_is_forked_once_the_bridge_writes_its_document() {
+    // The bridge stores a run's terminal event 10-60 ms before its final run document (with
+    // the checkpoint the fork needs): the console shows the run ended and offers "Fork from
+    // here" in that window. The fork waits for the document instead of refusing.
+    let app = TestApp::spawn().await;
+    let turns = three_turns(&app).await;
+    let mut doc = run("a1", "r4", 4);
+    doc["status"] = json!("running");
+    doc["startCheckpointRef"] = reference(&turns[2].root);
+    app.store_ok("runs", "create", json!({"run": doc.clone()}))
+        .await;
+    app.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r4", "eventType": "run_stream_event", "payload": {
+            "schemaVersion": 1, "type": "sdk_message", "agentId": "a1", "runId": "r4",
+            "message": {"type": "status", "status": "FINISHED", "agent_id": "a1", "run_id": "r4"}}}),
+    )
+    .await;
+    let mut done = doc.clone();
+    done["status"] = json!("finished");
+    done["endedAt"] = json!(1_780_000_000_900i64);
+    done["latestCheckpointRef"] = reference(&turns[2].root);
+    let (r, _) = tokio::join!(
+        fork(&app, "a1", json!({"run_id": "r4", "at": "after"})),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            app.store_ok("runs", "update", json!({"run": done})).await
+        }
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["session"]["forked_from"]["run_id"], "r4");
+
+    // A run that is truly still going (no terminal event stored) is refused at once.
+    let mut doc = run("a1", "r5", 5);
+    doc["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": doc})).await;
+    let started = std::time::Instant::now();
+    let r = fork(&app, "a1", json!({"run_id": "r5", "at": "after"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.json()["detail"].as_str().unwrap().contains("is running"));
+    assert!(started.elapsed() < std::time::Duration::from_millis(1000));
+
+    // A run whose stream ended but whose document the bridge never writes: refused, saying
+    // so, once the wait is over; nothing is created.
+    let count = agents(&app).await;
+    app.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r5", "eventType": "run_stream_event", "payload": {
+            "schemaVersion": 1, "type": "sdk_message", "agentId": "a1", "runId": "r5",
+            "message": {"type": "status", "status": "ERROR", "agent_id": "a1", "run_id": "r5"}}}),
+    )
+    .await;
+    let r = fork(&app, "a1", json!({"run_id": "r5", "at": "before"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    let detail = r.json()["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("stream ended (error)"), "{detail}");
+    assert!(detail.contains("final document"), "{detail}");
+    assert_eq!(agents(&app).await, count);
+}

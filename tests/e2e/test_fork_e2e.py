@@ -42,9 +42,28 @@ def requests_text(s, start: int) -> str:
     return "\n".join(json.dumps(r) for r in recs if r.get("dir") == "C->S")
 
 
+def sqlite_rows(db, sid: str) -> list:
+    """Every stored row of session `sid` in the SQLite file `db`: its agent document, runs,
+    checkpoint blobs (bytes and CRC), run events, kept inputs and event metadata."""
+    import sqlite3
+    with sqlite3.connect(db) as c:
+        runs = "(SELECT run_id FROM runs WHERE agent_id = ?)"
+        out = []
+        for q in ("SELECT * FROM agents WHERE agent_id = ?",
+                  "SELECT * FROM runs WHERE agent_id = ? ORDER BY run_id",
+                  "SELECT * FROM checkpoints WHERE agent_id = ? ORDER BY blob_id",
+                  f"SELECT * FROM run_events WHERE run_id IN {runs} ORDER BY run_id, seq",
+                  f"SELECT * FROM run_inputs WHERE run_id IN {runs} ORDER BY run_id",
+                  f"SELECT * FROM event_meta WHERE run_id IN {runs} ORDER BY run_id, seq"):
+            rows = c.execute(q, (sid,)).fetchall()
+            assert rows or "event_meta" in q, q
+            out.append(rows)
+        return out
+
+
 def test_a_fork_after_turn_one_carries_turn_one_only_and_outlives_its_source(setup_env, tmp_path):
     s = ApiStack(setup_env, tmp_path, scenario="text")
-    sid, fid = fork_after_turn_one(s)
+    sid, fid = fork_after_turn_one(s, rows=lambda sid: sqlite_rows(s.db, sid))
 
     # Deleting the source (every row of it) leaves the fork working.
     import sqlite3
@@ -64,8 +83,26 @@ def test_a_fork_on_postgres(setup_env, tmp_path):
     fork_after_turn_one(s)
 
 
-def fork_after_turn_one(s) -> tuple[str, str]:
-    """Three turns, a fork after turn 1, a message on the fork and one on the source."""
+def settled(s, sid: str, rows) -> list:
+    """The session's rows once the bridge has written its last run's final documents (just
+    after the stream ends): its runs all finished and two reads 0.2 s apart alike."""
+    deadline = time.monotonic() + 10
+    last = None
+    while time.monotonic() < deadline:
+        _, listed = s.api.call("GET", f"/v1/sessions/{sid}/runs")
+        if all(r["status"] == "finished" for r in listed["runs"]):
+            now = rows(sid)
+            if now == last:
+                return now
+            last = now
+        time.sleep(0.2)
+    raise AssertionError(f"session {sid}'s rows did not settle")
+
+
+def fork_after_turn_one(s, rows=None) -> tuple[str, str]:
+    """Three turns, a fork after turn 1, a message on the fork and one on the source. With
+    `rows` (a session id -> its stored rows), the source's rows are checked byte-identical
+    across the fork and the fork's own turn."""
     sid = s.session()
     runs, marks = [], []
     for p in PROMPTS:
@@ -73,6 +110,7 @@ def fork_after_turn_one(s) -> tuple[str, str]:
         runs.append(send(s, sid, p)["run_id"])
     after_turn_1 = turns_sent(s, marks[1])[0]
     assert len(after_turn_1) == 1
+    before = settled(s, sid, rows) if rows else None
     status, forked = s.api.call("POST", f"/v1/sessions/{sid}/fork", {"run_id": runs[0], "at": "after"})
     assert status == 201, forked
     fid = forked["session"]["session_id"]
@@ -87,6 +125,8 @@ def fork_after_turn_one(s) -> tuple[str, str]:
     assert turns_sent(s, mark) == [after_turn_1]
     for later in PROMPTS[1:]:
         assert later not in sent, later
+    if rows:
+        assert settled(s, fid, rows) and rows(sid) == before, "the fork changed its source's rows"
     status, runs_of_fork = s.api.call("GET", f"/v1/sessions/{fid}/runs")
     # The bridge numbers a fork's turns from its own runs.
     assert [r["turn_number"] for r in runs_of_fork["runs"]] == [1], runs_of_fork
@@ -127,13 +167,9 @@ def test_a_fork_without_runs_keeps_its_sources_model_and_tools_across_a_restart(
     mark = len(s.backend.records())
     run = send(s, sid, PROMPTS[0])["run_id"]
     assert model in requests_text(s, mark), "the source's own turn uses its model"
-    # The bridge writes the run's final document just after its stream ends.
-    deadline = time.monotonic() + 10
-    while True:
-        status, forked = s.api.call("POST", f"/v1/sessions/{sid}/fork", {"run_id": run, "at": "after"})
-        if status != 409 or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    # At once: the bridge writes the run's final document just after its stream ends, and the
+    # fork waits for it.
+    status, forked = s.api.call("POST", f"/v1/sessions/{sid}/fork", {"run_id": run, "at": "after"})
     assert status == 201, forked
     fid = forked["session"]["session_id"]
     assert forked["session"]["model"] == model
@@ -153,17 +189,10 @@ def test_the_console_forks_from_a_run_and_retries_it(setup_env, browser_env, tmp
     """Issue 22's browser test: on a finished run's page, "Fork from here" makes a fork whose
     page says where it came from, the run then lists it, and "Retry" sends the run's own
     message again in a new session, whose run the console follows to its end."""
-    import harness as h
     from test_console_e2e import Browser
     s = ApiStack(setup_env, tmp_path, scenario="text")
     sid = s.session()
     run = send(s, sid, PROMPTS[0])["run_id"]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:   # the bridge writes the run's final document after its stream
-        with h.DB(s.db) as db:
-            if [d["status"] for d in db.run_docs(sid)] == ["finished"]:
-                break
-        time.sleep(0.05)
     console = s.run.daemon_ready["console_url"]
     b = Browser(browser_env, tmp_path)
     try:
