@@ -103,6 +103,9 @@ pub enum Command {
     Approve(DecideArgs),
     /// Deny a held tool call: the model gets an error result with the reason.
     Deny(DecideArgs),
+    /// Fork a finished run's session: a new session whose conversation is the one after the
+    /// run (or before it, with --before), to try another way from there.
+    Fork(ForkArgs),
     /// Custom tools (`tools export`).
     Tools {
         #[command(subcommand)]
@@ -268,6 +271,21 @@ pub struct DecideArgs {
     /// `approve` only: confirm the approval of a tool marked `confirm = true`.
     #[arg(long)]
     pub yes: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd fork RUN_ID [--before] [--name NAME]`
+#[derive(Debug, Args, Clone)]
+pub struct ForkArgs {
+    /// The finished run to fork at (`callbackd runs SESSION_ID` lists them).
+    pub run_id: String,
+    /// Start from the conversation as the run found it, not as it left it.
+    #[arg(long)]
+    pub before: bool,
+    /// The new session's name (default: the source's).
+    #[arg(long)]
+    pub name: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -60,7 +60,9 @@ pub struct Forked {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retry {
-    /// The message to send instead of the run's own input.
+    /// The message to send instead of the run's own input. Without it, the input kept
+    /// when the run was started through `POST /v1/sessions/{session_id}/messages` is sent
+    /// again; a run started elsewhere has none kept (`409`).
     pub text: Option<String>,
 }
 
@@ -118,12 +120,18 @@ pub async fn retry(
             ))
         }
         Some(t) => t,
-        None => run_input(&run).ok_or_else(|| {
-            Problem::invalid(format!(
-                "text is required: this store does not hold the input of run {run_id}, so \
-                 say what to send ({{\"text\": \"...\"}})"
-            ))
-        })?,
+        None => state
+            .records()
+            .run_inputs(&caller.ns, std::slice::from_ref(&run_id))
+            .await?
+            .remove(&run_id)
+            .ok_or_else(|| {
+                conflict(format!(
+                    "this store does not hold the input of run {run_id} (it was not started \
+                     through POST /v1/sessions/{{session_id}}/messages of this store): retry \
+                     it with the message to send ({{\"text\": \"...\"}})"
+                ))
+            })?,
     };
     let session = run
         .get("agentId")
@@ -148,15 +156,6 @@ pub async fn retry(
     Ok(response)
 }
 
-/// The text a run was started with, when the store holds it.
-fn run_input(run: &Value) -> Option<String> {
-    let input = run.get("input")?;
-    input
-        .as_str()
-        .or_else(|| input.get("text").and_then(Value::as_str))
-        .map(str::to_string)
-}
-
 fn no_run(run_id: &str) -> Problem {
     Problem::not_found(format!(
         "no run {run_id:?} (GET /v1/sessions/{{session_id}}/runs lists a session's runs)"
@@ -173,6 +172,7 @@ async fn fork_session(
     name: Option<String>,
 ) -> Result<Forked, Problem> {
     let reader = state.reader(ns);
+    settle(state, ns, session, run_id).await?;
     let plan = plan(&reader, session, run_id, at).await?;
     let forks = state.store().clone().fork_records();
     let source_fork = forks.fork_of(ns, session).await?;
@@ -267,6 +267,45 @@ async fn fork_session(
         tools: names,
         blobs_copied: plan.blobs.len(),
     })
+}
+
+/// How long a fork waits for the run document of a run whose stream has ended.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Waits (up to [`SETTLE`]) for the document of a run whose terminal event is stored: the
+/// bridge writes the event 10-60 ms before the document with the run's final status and
+/// checkpoint, and a client that saw the run end (the console's "Fork from here") asks in that
+/// window. A run still going (no terminal event) returns at once, for [`plan`] to refuse; a
+/// run whose document does not follow its terminal event in time is refused saying so.
+async fn settle(
+    state: &ApiState,
+    ns: &Namespace,
+    session: &str,
+    run_id: &str,
+) -> Result<(), Problem> {
+    let reader = state.reader(ns);
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    loop {
+        match reader.run(run_id).await? {
+            Some(run)
+                if !is_terminal(&run)
+                    && run.get("agentId").and_then(Value::as_str) == Some(session) => {}
+            // Ended, or not this session's run (which `plan` refuses as unknown).
+            _ => return Ok(()),
+        }
+        let pos = state.records().run_positions(ns, run_id).await?;
+        let Some(end) = super::runs::stored_end(state, ns, run_id, pos).await? else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(conflict(format!(
+                "run {run_id}'s stream ended ({end}) but the bridge has not stored its final \
+                 document, which names the checkpoint a fork starts from: fork it once the \
+                 bridge has written it (GET /v1/runs/{run_id} then shows {end})"
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
 }
 
 /// Reads the source, the run and the blobs the fork needs; refuses what cannot be forked.

@@ -211,7 +211,17 @@ async fn resume(
     session: &str,
     agent: &Value,
 ) -> Result<(), Problem> {
-    let names = state.tools_of(reader.ns, session);
+    // A fork without runs of its own: its model and tools are those kept with the fork (this
+    // daemon may not be the one that made it, or may have restarted since).
+    let fork = state
+        .store()
+        .clone()
+        .fork_records()
+        .fork_of(reader.ns, session)
+        .await?;
+    let names = state
+        .tools_of(reader.ns, session)
+        .or_else(|| fork.as_ref().map(|f| f.tools.clone()));
     let (tools, _) = match declarations(state, reader.ns, names.as_deref()) {
         Ok(d) => d,
         // A tool the session had is gone from the config: declare what is there.
@@ -226,6 +236,7 @@ async fn resume(
     let model = reader
         .latest_model(session)
         .await?
+        .or_else(|| fork.map(|f| f.model).filter(|m| !m.is_empty()))
         .unwrap_or_else(|| bridge.default_model.clone());
     bridge
         .resume_agent(session, &model, &cwd, &tools)

@@ -17,6 +17,7 @@ mod cors;
 pub(crate) mod events;
 mod feed;
 mod fork;
+mod forks;
 mod hub;
 mod live_tokens;
 mod messages;

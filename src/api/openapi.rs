@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{approvals, fork, json_response, messages, questions, runs, sessions, ApiState};
+use super::{approvals, fork, forks, json_response, messages, questions, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -223,6 +223,28 @@ pub const ROUTES: &[Route] = &[
         needs_bridge: false,
         write: true,
         handler: || post(fork::fork),
+    },
+    Route {
+        method: "get",
+        path: "/v1/sessions/{session_id}/forks",
+        operation_id: "listSessionForks",
+        summary: "The sessions forked from this one (retries included), oldest first",
+        request: None,
+        answer: Answer::Json(200, schema::<forks::ForkList>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(forks::of_session),
+    },
+    Route {
+        method: "get",
+        path: "/v1/runs/{run_id}/forks",
+        operation_id: "listRunForks",
+        summary: "The sessions forked after or before this run (retries included), oldest first",
+        request: None,
+        answer: Answer::Json(200, schema::<forks::ForkList>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(forks::of_run),
     },
     Route {
         method: "post",
@@ -484,9 +506,14 @@ fn conflict(r: &Route) -> Option<&'static str> {
         ("post", "/v1/approvals/{approval_id}") => {
             Some("failed_precondition: the approval was already decided or expired")
         }
-        ("post", "/v1/sessions/{session_id}/fork") | ("post", "/v1/runs/{run_id}/retry") => Some(
+        ("post", "/v1/sessions/{session_id}/fork") => Some(
             "failed_precondition: the run has not ended, or a checkpoint blob is missing or \
              corrupted (named)",
+        ),
+        ("post", "/v1/runs/{run_id}/retry") => Some(
+            "failed_precondition: the run has not ended, a checkpoint blob is missing or \
+             corrupted (named), or no `text` was given and the run's input is not kept (a run \
+             started elsewhere)",
         ),
         _ => None,
     }

@@ -16,7 +16,8 @@ use crate::store::{
 pub struct Session {
     pub session_id: String,
     pub name: Option<String>,
-    pub status: Option<String>,
+    /// `null` when the agent document has no status, or one this version does not know.
+    pub status: Option<SessionStatus>,
     pub model: Option<String>,
     pub cwd: Option<String>,
     pub active_run_id: Option<String>,
@@ -25,6 +26,40 @@ pub struct Session {
     /// Where the session was forked from (`POST /v1/sessions/{id}/fork`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkedFrom>,
+}
+
+/// A session's status, as the bridge keeps it in the agent document (callback contract
+/// §2.6): `idle` between turns, `running` during one, `error` after a failed one,
+/// `archived` once archived. An enum so that clients generated from the OpenAPI document can
+/// `switch` over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    Idle,
+    Running,
+    Error,
+    Archived,
+}
+
+impl SessionStatus {
+    /// The status of the document's `status` field; `None` for a value this version does
+    /// not know (a newer bridge), which the API shows as `null` rather than break its
+    /// document.
+    pub fn parse(s: &str) -> Option<SessionStatus> {
+        match s {
+            "idle" => Some(SessionStatus::Idle),
+            "running" => Some(SessionStatus::Running),
+            "error" => Some(SessionStatus::Error),
+            "archived" => Some(SessionStatus::Archived),
+            other => {
+                tracing::debug!(
+                    status = other,
+                    "a session status this version does not know"
+                );
+                None
+            }
+        }
+    }
 }
 
 /// Where a forked session came from.
@@ -83,7 +118,10 @@ impl Session {
         Session {
             session_id: str_of(doc, "agentId").unwrap_or_default(),
             name: str_of(doc, "name"),
-            status: str_of(doc, "status"),
+            status: doc
+                .get("status")
+                .and_then(Value::as_str)
+                .and_then(SessionStatus::parse),
             model: model.or_else(|| {
                 doc.pointer("/model/id")
                     .and_then(Value::as_str)
@@ -290,5 +328,27 @@ impl Reader<'_> {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_session_status_is_one_of_four_and_an_unknown_one_is_null() {
+        for s in ["idle", "running", "error", "archived"] {
+            let view = Session::from_doc(&json!({"agentId": "a", "status": s}), None);
+            assert_eq!(serde_json::to_value(&view).unwrap()["status"], s);
+        }
+        for doc in [
+            json!({"agentId": "a", "status": "sleeping"}),
+            json!({"agentId": "a"}),
+        ] {
+            let view = Session::from_doc(&doc, None);
+            assert_eq!(view.status, None, "{doc}");
+            assert_eq!(serde_json::to_value(&view).unwrap()["status"], Value::Null);
+        }
     }
 }

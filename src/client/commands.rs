@@ -325,7 +325,7 @@ fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::
     Ok(())
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

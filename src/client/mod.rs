@@ -8,10 +8,12 @@
 //! - [`render`]: an event as one readable line.
 //! - [`discover`]: where the daemon and the token are found, named in errors.
 //! - [`commands`]: the three commands: where the URL and token come from, what is printed.
+//! - [`fork`]: `callbackd fork RUN_ID`, a new session from a point of a conversation.
 
 pub mod commands;
 pub mod discover;
 pub mod follow;
+pub mod fork;
 pub mod http;
 pub mod render;
 pub mod sse;

@@ -40,6 +40,7 @@ static ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("api.js", JS),
     asset!("sse.js", JS),
+    asset!("fork.js", JS),
     asset!("follow.js", JS),
     asset!("run.js", JS),
     asset!("dom.js", JS),

@@ -245,7 +245,7 @@ async fn follow_ends_on_204_and_refuses_bad_tokens_and_unknown_runs_without_retr
 }
 
 /// The binary itself, as a user runs it.
-async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+pub async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
         .args(args)
         .env_remove("CALLBACKD_API_TOKEN")

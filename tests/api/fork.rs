@@ -243,6 +243,86 @@ async fn a_fork_after_a_turn_holds_that_conversation_and_no_more_and_outlives_it
 }
 
 #[tokio::test]
+async fn a_sessions_and_a_runs_forks_are_listed_oldest_first_and_a_deleted_fork_is_not() {
+    let app = TestApp::spawn().await;
+    three_turns(&app).await;
+    let empty = app.api_get("/v1/runs/r1/forks").await;
+    assert_eq!(empty.status, 200, "{}", empty.text());
+    assert_eq!(empty.json(), json!({"forks": []}));
+    let mut ids = Vec::new();
+    for (run, at) in [("r1", "after"), ("r2", "before"), ("r1", "before")] {
+        let r = fork(&app, "a1", json!({"run_id": run, "at": at})).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        ids.push(
+            r.json()["session"]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let listed = |v: Value| -> Vec<(String, String, String)> {
+        v["forks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                assert_eq!(f["forked_from"]["session_id"], "a1");
+                assert_eq!(f["model"], "composer-2");
+                assert!(f["created_at"].as_str().unwrap().ends_with('Z'), "{f}");
+                let s = |v: &Value| v.as_str().unwrap().to_string();
+                (
+                    s(&f["session_id"]),
+                    s(&f["forked_from"]["run_id"]),
+                    s(&f["forked_from"]["at"]),
+                )
+            })
+            .collect()
+    };
+    // Read-only callers see them too.
+    let read = app.api_read_token.clone();
+    let all = app
+        .api("GET", "/v1/sessions/a1/forks", Some(&read), "")
+        .await;
+    assert_eq!(all.status, 200, "{}", all.text());
+    let mut want = vec![
+        (ids[0].clone(), "r1".to_string(), "after".to_string()),
+        (ids[1].clone(), "r2".to_string(), "before".to_string()),
+        (ids[2].clone(), "r1".to_string(), "before".to_string()),
+    ];
+    assert_eq!(listed(all.json()), want);
+    let of_r1 = app.api_get("/v1/runs/r1/forks").await;
+    assert_eq!(listed(of_r1.json()), vec![want[0].clone(), want[2].clone()]);
+    assert_eq!(
+        listed(app.api_get("/v1/runs/r3/forks").await.json()),
+        vec![]
+    );
+    // A fork's own forks are its, not its source's.
+    assert_eq!(
+        app.api_get(&format!("/v1/sessions/{}/forks", ids[0]))
+            .await
+            .json(),
+        json!({"forks": []})
+    );
+
+    app.store_ok(
+        "agents",
+        "delete",
+        json!({"filter": {"agentIds": [ids[1]]}}),
+    )
+    .await;
+    want.remove(1);
+    assert_eq!(
+        listed(app.api_get("/v1/sessions/a1/forks").await.json()),
+        want
+    );
+
+    for path in ["/v1/sessions/nope/forks", "/v1/runs/nope/forks"] {
+        let r = app.api_get(path).await;
+        assert_eq!(r.status, 404, "{path}: {}", r.text());
+    }
+}
+
+#[tokio::test]
 async fn a_fork_before_a_run_starts_from_where_that_run_started() {
     let app = TestApp::spawn().await;
     let turns = three_turns(&app).await;
@@ -423,11 +503,29 @@ async fn a_retry_needs_its_text_and_a_bridge_and_creates_nothing_without_them() 
     three_turns(&app).await;
     let count = agents(&app).await;
     let token = app.api_token.clone();
+    // r2 was started elsewhere (through the store, not POST .../messages): no input is kept.
     let r = app
         .api("POST", "/v1/runs/r2/retry", Some(&token), "{}")
         .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["code"], "failed_precondition", "{}", r.text());
+    assert!(
+        r.text().contains("does not hold the input of run r2"),
+        "{}",
+        r.text()
+    );
+    let r = app
+        .api("POST", "/v1/runs/r2/retry", Some(&token), r#"{"text":" "}"#)
+        .await;
     assert_eq!(r.status, 400, "{}", r.text());
-    assert!(r.text().contains("text is required"), "{}", r.text());
+    // With its input kept (what POST .../messages does), a retry without text gets past the
+    // input and stops only at the missing bridge.
+    let sql = "INSERT INTO run_inputs (ns, run_id, text) VALUES ('default', 'r2', 'prompt 2')";
+    app.exec(sql, sql).await;
+    let r = app
+        .api("POST", "/v1/runs/r2/retry", Some(&token), "{}")
+        .await;
+    assert_eq!(r.status, 501, "the input is known, no bridge: {}", r.text());
     let r = app
         .api(
             "POST",
@@ -494,4 +592,126 @@ async fn forks_count_against_the_namespace_quota_and_stay_in_their_namespace() {
             .await,
         1
     );
+}
+
+#[tokio::test]
+async fn callbackd_fork_forks_a_run_named_by_its_id_after_or_before_it() {
+    let app = TestApp::spawn().await;
+    three_turns(&app).await;
+    let u = format!("http://{}/", app.addr);
+    let token = app.api_token.clone();
+    let (code, out, err) =
+        crate::client::cli(&["fork", "r2", "--url", &u, "--token", &token], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let id = out.trim().to_string();
+    assert!(
+        err.contains(&format!("session {id} is session a1 after run r2")),
+        "{err}"
+    );
+    let got = app.api_get(&format!("/v1/sessions/{id}")).await.json();
+    assert_eq!(
+        got["forked_from"],
+        json!({"session_id": "a1", "run_id": "r2", "at": "after"})
+    );
+
+    let (code, out, err) = crate::client::cli(
+        &[
+            "fork",
+            "r2",
+            "--before",
+            "--name",
+            "from before 2",
+            "--json",
+            "--url",
+            &u,
+            "--token",
+            &token,
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let forked: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+    assert_eq!(forked["session"]["name"], "from before 2");
+    assert_eq!(forked["session"]["forked_from"]["at"], "before");
+    assert_eq!(forked["blobs_copied"], 3, "turn 1's blobs");
+
+    // Bad input: the API's reason and a failing status, nothing created.
+    let count = agents(&app).await;
+    let (code, _, err) =
+        crate::client::cli(&["fork", "nope", "--url", &u, "--token", &token], &[]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no run \"nope\"") && err.contains("HTTP 404"),
+        "{err}"
+    );
+    let read = app.api_read_token.clone();
+    let (code, _, err) =
+        crate::client::cli(&["fork", "r1", "--url", &u, "--token", &read], &[]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("HTTP 403"), "{err}");
+    assert_eq!(agents(&app).await, count);
+}
+
+#[tokio::test]
+async fn a_run_whose_stream_has_ended_is_forked_once_the_bridge_writes_its_document() {
+    // The bridge stores a run's terminal event 10-60 ms before its final run document (with
+    // the checkpoint the fork needs): the console shows the run ended and offers "Fork from
+    // here" in that window. The fork waits for the document instead of refusing.
+    let app = TestApp::spawn().await;
+    let turns = three_turns(&app).await;
+    let mut doc = run("a1", "r4", 4);
+    doc["status"] = json!("running");
+    doc["startCheckpointRef"] = reference(&turns[2].root);
+    app.store_ok("runs", "create", json!({"run": doc.clone()}))
+        .await;
+    app.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r4", "eventType": "run_stream_event", "payload": {
+            "schemaVersion": 1, "type": "sdk_message", "agentId": "a1", "runId": "r4",
+            "message": {"type": "status", "status": "FINISHED", "agent_id": "a1", "run_id": "r4"}}}),
+    )
+    .await;
+    let mut done = doc.clone();
+    done["status"] = json!("finished");
+    done["endedAt"] = json!(1_780_000_000_900i64);
+    done["latestCheckpointRef"] = reference(&turns[2].root);
+    let (r, _) = tokio::join!(
+        fork(&app, "a1", json!({"run_id": "r4", "at": "after"})),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            app.store_ok("runs", "update", json!({"run": done})).await
+        }
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["session"]["forked_from"]["run_id"], "r4");
+
+    // A run that is truly still going (no terminal event stored) is refused at once.
+    let mut doc = run("a1", "r5", 5);
+    doc["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": doc})).await;
+    let started = std::time::Instant::now();
+    let r = fork(&app, "a1", json!({"run_id": "r5", "at": "after"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.json()["detail"].as_str().unwrap().contains("is running"));
+    assert!(started.elapsed() < std::time::Duration::from_millis(1000));
+
+    // A run whose stream ended but whose document the bridge never writes: refused, saying
+    // so, once the wait is over; nothing is created.
+    let count = agents(&app).await;
+    app.store_ok(
+        "runEvents",
+        "append",
+        json!({"runId": "r5", "eventType": "run_stream_event", "payload": {
+            "schemaVersion": 1, "type": "sdk_message", "agentId": "a1", "runId": "r5",
+            "message": {"type": "status", "status": "ERROR", "agent_id": "a1", "run_id": "r5"}}}),
+    )
+    .await;
+    let r = fork(&app, "a1", json!({"run_id": "r5", "at": "before"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    let detail = r.json()["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("stream ended (error)"), "{detail}");
+    assert!(detail.contains("final document"), "{detail}");
+    assert_eq!(agents(&app).await, count);
 }

@@ -221,3 +221,39 @@ async fn the_openapi_document_is_worth_generating_a_client_from() {
     let codes = doc["components"]["schemas"]["ProblemCode"].to_string();
     assert!(codes.contains("method_not_allowed"), "{codes}");
 }
+
+#[tokio::test]
+async fn a_session_status_is_an_enum_in_the_document_and_in_the_answers() {
+    let app = TestApp::spawn().await;
+    let doc = app.api("GET", "/v1/openapi.json", None, "").await.json();
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["SessionStatus"]["enum"],
+        json!(["idle", "running", "error", "archived"]),
+        "{}",
+        schemas["SessionStatus"]
+    );
+    let status = schemas["Session"]["properties"]["status"].to_string();
+    assert!(
+        status.contains("#/components/schemas/SessionStatus"),
+        "{status}"
+    );
+    // Each value a store document can hold comes out as itself; one this version does not
+    // know comes out as null (never a string the document does not list).
+    for (i, s) in ["idle", "running", "error", "archived", "hibernating"]
+        .iter()
+        .enumerate()
+    {
+        let id = format!("s{i}");
+        let mut a = crate::helpers::agent(&id, "/ws", 1_780_000_000_000);
+        a["status"] = json!(s);
+        app.store_ok("agents", "create", json!({"agent": a})).await;
+        let got = app.api_get(&format!("/v1/sessions/{id}")).await.json();
+        let want = if *s == "hibernating" {
+            Value::Null
+        } else {
+            json!(s)
+        };
+        assert_eq!(got["status"], want, "{got}");
+    }
+}

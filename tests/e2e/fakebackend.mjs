@@ -21,6 +21,8 @@ const SCENARIO = process.argv[4] || process.env.FB_SCENARIO || "auto";
 // interaction_update.heartbeat (agent.v1.HeartbeatUpdate) resets it. One is sent whenever a stream
 // has sent nothing for FB_HEARTBEAT_MS (default 5000; 0 = never, the old behaviour).
 const HEARTBEAT_MS = Number(process.env.FB_HEARTBEAT_MS ?? 5000);
+// Models the backend offers besides composer-2 (comma-separated), for tests of a session's model.
+const EXTRA_MODELS = (process.env.FB_EXTRA_MODELS || "").split(",").filter(Boolean);
 const log = (o) => LOG.write(JSON.stringify({ t: Date.now(), ...o }, (k, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
 
 const AgentClientMessage = T("agent.v1.AgentClientMessage");
@@ -105,7 +107,7 @@ const server = http.createServer(async (req, res) => {
       return out ? reply(res, 200, "application/json", JSON.stringify(out)) : reply(res, 404, "application/json", "{}");
     }
     if (path === "/auth/exchange_user_api_key") { log(entry); return reply(res, 200, "application/json", JSON.stringify({ accessToken: "fake-access-token" })); }
-    if (path.startsWith("/v1/models")) { log(entry); return reply(res, 200, "application/json", JSON.stringify({ items: [{ id: "composer-2", displayName: "Composer 2" }] })); }
+    if (path.startsWith("/v1/models")) { log(entry); return reply(res, 200, "application/json", JSON.stringify({ items: [{ id: "composer-2", displayName: "Composer 2" }, ...EXTRA_MODELS.map((id) => ({ id, displayName: id }))] })); }
     if (path.startsWith("/v1/me")) { log(entry); return reply(res, 200, "application/json", JSON.stringify({ apiKeyName: "fake", userEmail: "fake@example.com" })); }
     if (path === "/agent.v1.AgentService/RunSSE") {
       const frames = unframe(body);

@@ -1,4 +1,5 @@
-"""Issue 20: the typed clients (clients/typescript, in Node and in Chromium, and clients/python)
+"""Issue 20: the typed clients (clients/typescript, in Node and in Chromium on a page of another origin
+than the daemon's, and clients/python)
 follow live runs of the real bridge through a proxy that cuts their connections mid-event, and deliver every durable seq
 exactly once, byte-equal to a replay, then stop at the run's end. Also: ReplayExpired on 410, and
 each client's generated types equal to what the live daemon's OpenAPI document generates.
@@ -16,6 +17,7 @@ import callbackd_client
 import harness as h
 from faultproxy import FaultProxy
 from test_console_e2e import Browser, browser_env  # noqa: F401 (a fixture)
+from test_eventsource_e2e import page_server
 from test_run_api_e2e import ApiStack, durable, read_all
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -29,19 +31,21 @@ NOT_DURABLE = {"token", "up_to_date", "reconnect", "stream_gap", "approval_requi
 # stream lifetime put keepalives and `reconnect` events between the cuts.
 CONFIG = """
 [api]
+cors_origins = ["http://127.0.0.1:{page_port}"]
 keepalive_ms = 200
 max_stream_ms = 1500
 retry_ms = 50
 [[tools.command]]
 name = "slow"
 description = "Sleeps, then answers"
-argv = ["sh", "-c", "sleep 2; echo '{\\"slept\\": 2}'"]
+argv = ["sh", "-c", "sleep 2; echo '{{\\"slept\\": 2}}'"]
 timeout_ms = 30000
 """
 
 
-def stack(setup_env, tmp_path) -> ApiStack:
-    return ApiStack(setup_env, tmp_path, scenario="tool", config=CONFIG,
+def stack(setup_env, tmp_path, page_port: int) -> ApiStack:
+    """The daemon, which lets pages of `page_port`'s origin call it (CORS)."""
+    return ApiStack(setup_env, tmp_path, scenario="tool", config=CONFIG.format(page_port=page_port),
                     backend_env={"FB_TOOL_NAME": "slow", "FB_TOOL_ARGS": "{}"})
 
 
@@ -74,12 +78,15 @@ def ts_client(setup_env, *args: str, timeout: float = 120) -> tuple[int, list[di
 
 
 # Runs in the page: loads the TypeScript client from its sources (blob URLs stand in for the
-# files; the page is the daemon's own origin, through the fault proxy) and sends a message.
+# files) and sends a message. The page is served from another origin than the daemon's, which
+# it reaches through the fault proxy: every call is a cross-origin fetch (CORS, with the
+# Authorization header's preflight).
 IN_BROWSER = """async () => {
+  if (new URL(%(base)s).origin === location.origin) throw new Error("the page is on the API's origin");
   const js = (text) => URL.createObjectURL(new Blob([text], { type: "text/javascript" }));
   const sse = js(%(sse)s);
   const { Client } = await import(js(%(index)s.replace('"./sse.js"', JSON.stringify(sse))));
-  const client = new Client({ baseUrl: location.origin, token: %(token)s });
+  const client = new Client({ baseUrl: %(base)s, token: %(token)s });
   const out = [];
   for await (const ev of client.sendMessage(%(sid)s, "call slow from the browser")) out.push(ev);
   return out;
@@ -87,7 +94,8 @@ IN_BROWSER = """async () => {
 
 
 def test_both_clients_follow_live_runs_through_cut_connections(setup_env, browser_env, tmp_path):
-    s = stack(setup_env, tmp_path)
+    page = page_server(tmp_path)
+    s = stack(setup_env, tmp_path, page.server_port)
     port = int(s.api.url.rsplit(":", 1)[1].split("/", 1)[0])
     sid = s.session()
 
@@ -109,19 +117,22 @@ def test_both_clients_follow_live_runs_through_cut_connections(setup_env, browse
         assert api.get_run(run2)["status"] == "finished"
     proxy.close()
 
-    # TypeScript in Chromium: fetch's body streams, cut the same way.
+    # TypeScript in Chromium, the page on another origin (CORS): fetch's body streams, cut the
+    # same way.
     proxy = FaultProxy(port, cuts=6, seed=23)
     b = Browser(browser_env, tmp_path)
     try:
-        b("goto", url=proxy.url + "/healthz")
+        b("goto", url=f"http://127.0.0.1:{page.server_port}/index.html")
         js = IN_BROWSER % {"sse": json.dumps((TS / "src" / "sse.js").read_text()),
                            "index": json.dumps((TS / "src" / "index.js").read_text()),
-                           "token": json.dumps(s.api.token), "sid": json.dumps(sid)}
+                           "base": json.dumps(proxy.url), "token": json.dumps(s.api.token),
+                           "sid": json.dumps(sid)}
         events3 = b("eval", js=js)
         run3 = assert_exactly_once(events3, s)
         assert run3 not in (run1, run2) and len(proxy.cut_log) >= 3, proxy.cut_log
     finally:
         b.close()
+        page.shutdown()
     proxy.close()
 
     # Replays of finished runs with cuts: the async Python client and the TypeScript followRun.

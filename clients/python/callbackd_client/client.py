@@ -13,6 +13,8 @@ from .schema import (
     ApprovalList,
     ApprovalView,
     Created,
+    Forked,
+    ForkList,
     RunPage,
     RunState,
     Session,
@@ -39,6 +41,10 @@ def _session_body(model: Optional[str], cwd: Optional[str], tools: Optional[list
 
 def _decision(decision: str, reason: Optional[str]) -> dict[str, Any]:
     return _params(decision=decision, reason=reason)
+
+
+def _fork(run_id: str, at: str, name: Optional[str]) -> dict[str, Any]:
+    return _params(run_id=run_id, at=at, name=name)
 
 
 class Client:
@@ -91,6 +97,18 @@ class Client:
     def decide_approval(self, approval_id: str, decision: str, reason: Optional[str] = None) -> ApprovalView:
         return cast(ApprovalView, self._call("POST", f"/v1/approvals/{f.quote(approval_id)}",
                                              _decision(decision, reason)))
+
+    def fork_session(self, session_id: str, run_id: str, at: str = "after", name: Optional[str] = None) -> Forked:
+        """A new session whose conversation is the source's `after` or `before` one of its
+        finished runs. A retry is a fork `before` the run, then `send_message` on the fork with
+        the run's `input["text"]` (or another text)."""
+        return cast(Forked, self._call("POST", f"/v1/sessions/{f.quote(session_id)}/fork", _fork(run_id, at, name)))
+
+    def list_session_forks(self, session_id: str) -> ForkList:
+        return cast(ForkList, self._call("GET", f"/v1/sessions/{f.quote(session_id)}/forks"))
+
+    def list_run_forks(self, run_id: str) -> ForkList:
+        return cast(ForkList, self._call("GET", f"/v1/runs/{f.quote(run_id)}/forks"))
 
     def follow_run(self, run_id: str, after: Optional[int] = None) -> Iterator[StreamEvent]:
         """The run's events after `after` (all when None) until the terminal one; resumes by
@@ -215,6 +233,18 @@ class AsyncClient:
     async def decide_approval(self, approval_id: str, decision: str, reason: Optional[str] = None) -> ApprovalView:
         return cast(ApprovalView, await self._call("POST", f"/v1/approvals/{f.quote(approval_id)}",
                                                    _decision(decision, reason)))
+
+    async def fork_session(self, session_id: str, run_id: str, at: str = "after",
+                           name: Optional[str] = None) -> Forked:
+        """As `Client.fork_session`."""
+        return cast(Forked, await self._call("POST", f"/v1/sessions/{f.quote(session_id)}/fork",
+                                             _fork(run_id, at, name)))
+
+    async def list_session_forks(self, session_id: str) -> ForkList:
+        return cast(ForkList, await self._call("GET", f"/v1/sessions/{f.quote(session_id)}/forks"))
+
+    async def list_run_forks(self, run_id: str) -> ForkList:
+        return cast(ForkList, await self._call("GET", f"/v1/runs/{f.quote(run_id)}/forks"))
 
     def follow_run(self, run_id: str, after: Optional[int] = None) -> AsyncIterator[StreamEvent]:
         """As `Client.follow_run`, for `async for`."""

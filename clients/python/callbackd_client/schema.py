@@ -62,6 +62,19 @@ class EventPage(TypedDict):
     next_after: NotRequired[Optional[int]]
 
 
+class ForkList(TypedDict):
+    """The forks of a session or of a run, oldest first."""
+    forks: list[ForkSummary]
+
+
+class ForkSummary(TypedDict):
+    """A session forked from another."""
+    created_at: str
+    forked_from: ForkedFrom
+    model: str
+    session_id: str
+
+
 class Forked(TypedDict):
     """`201` answer of `POST /v1/sessions/{session_id}/fork`."""
     blobs_copied: int
@@ -174,7 +187,7 @@ class Session(TypedDict):
     model: NotRequired[Optional[str]]
     name: NotRequired[Optional[str]]
     session_id: str
-    status: NotRequired[Optional[str]]
+    status: NotRequired[Optional[SessionStatus]]
     updated_at: NotRequired[Optional[str]]
 
 
@@ -418,6 +431,9 @@ RunStatus = Literal["queued", "running", "finished", "error", "cancelled", "expi
 
 
 Scalar = Union[str, float, bool]
+
+
+SessionStatus = Literal["idle", "running", "error", "archived"]
 
 
 StreamEvent = Union[

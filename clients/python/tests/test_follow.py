@@ -190,3 +190,25 @@ def test_a_retry_field_alone_before_a_cut_sets_the_delay(script: Callable[[list[
     with Client(s.url, "tok") as api:
         assert seqs(list(api.follow_run(RUN))) == [1, 2]
     assert s.requests[1][3] - s.requests[0][3] < 0.9   # not the 1 s default
+
+
+def test_fork_calls_send_their_body_and_answer_the_json(script: Callable[[list[Handler]], Script]) -> None:
+    forked = {"session": {"session_id": "f"}, "tools": [], "blobs_copied": 3}
+    s = script([answer(201, forked), answer(200, {"forks": []}), answer(200, {"forks": []}),
+                answer(201, forked), answer(404, {"code": "not_found", "detail": "no run"})])
+    with Client(s.url, "tok") as api:
+        assert api.fork_session("s", RUN)["blobs_copied"] == 3
+        assert api.list_session_forks("s") == {"forks": []}
+        assert api.list_run_forks(RUN) == {"forks": []}
+
+    async def run() -> None:
+        async with AsyncClient(s.url, "tok") as api:
+            assert (await api.fork_session("s", RUN, "before", name="try B"))["session"]["session_id"] == "f"
+            with pytest.raises(CallbackdError) as e:
+                await api.list_run_forks("gone")
+            assert e.value.status == 404 and e.value.code == "not_found"
+    asyncio.run(run())
+    assert s.urls() == ["POST /v1/sessions/s/fork", "GET /v1/sessions/s/forks", f"GET /v1/runs/{RUN}/forks",
+                        "POST /v1/sessions/s/fork", "GET /v1/runs/gone/forks"]
+    assert [json.loads(b) for m, _, b, _ in s.requests if m == "POST"] == [
+        {"run_id": RUN, "at": "after"}, {"run_id": RUN, "at": "before", "name": "try B"}]

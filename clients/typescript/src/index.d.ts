@@ -103,6 +103,23 @@ export class Client {
     decision: In<Op<"/v1/approvals/{approval_id}", "post">>,
     request?: RequestOptions,
   ): Promise<Ok<Op<"/v1/approvals/{approval_id}", "post">>>;
+  /**
+   * `POST /v1/sessions/{session_id}/fork`: a new session whose conversation is the source's
+   * after (`at: "after"`) or before (`"before"`) one of its finished runs. A retry is a fork
+   * `before` the run, then `sendMessage` on the fork with the run's `input.text` (or another).
+   */
+  forkSession(
+    sessionId: string,
+    fork: In<Op<"/v1/sessions/{session_id}/fork", "post">>,
+    request?: RequestOptions,
+  ): Promise<Ok<Op<"/v1/sessions/{session_id}/fork", "post">>>;
+  /** `GET /v1/sessions/{session_id}/forks`: the sessions forked from this one, oldest first. */
+  listSessionForks(
+    sessionId: string,
+    request?: RequestOptions,
+  ): Promise<Ok<Op<"/v1/sessions/{session_id}/forks", "get">>>;
+  /** `GET /v1/runs/{run_id}/forks`: the sessions forked after or before this run (retries too). */
+  listRunForks(runId: string, request?: RequestOptions): Promise<Ok<Op<"/v1/runs/{run_id}/forks", "get">>>;
 
   /**
    * `POST /v1/sessions/{session_id}/messages`: starts a turn and yields its run's events, from

@@ -163,6 +163,18 @@ export class Client {
     return this.request("POST", `/v1/approvals/${enc(approvalId)}`, { body: decision, signal });
   }
 
+  forkSession(sessionId, fork, { signal } = {}) {
+    return this.request("POST", `/v1/sessions/${enc(sessionId)}/fork`, { body: fork, signal });
+  }
+
+  listSessionForks(sessionId, { signal } = {}) {
+    return this.request("GET", `/v1/sessions/${enc(sessionId)}/forks`, { signal });
+  }
+
+  listRunForks(runId, { signal } = {}) {
+    return this.request("GET", `/v1/runs/${enc(runId)}/forks`, { signal });
+  }
+
   /**
    * Starts a turn and yields its run's events until the terminal one. The message is sent
    * once; when its stream breaks, the run is followed with `GET /v1/runs/{id}/stream`.

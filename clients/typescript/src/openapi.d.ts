@@ -107,6 +107,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}/forks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sessions forked after or before this run (retries included), oldest first */
+        get: operations["listRunForks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/resume": {
         parameters: {
             query?: never;
@@ -244,6 +261,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session_id}/forks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sessions forked from this one (retries included), oldest first */
+        get: operations["listSessionForks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}/messages": {
         parameters: {
             query?: never;
@@ -369,6 +403,19 @@ export interface components {
             /** Format: uint64 */
             next_after?: number | null;
         };
+        /** @description The forks of a session or of a run, oldest first. */
+        ForkList: {
+            forks: components["schemas"]["ForkSummary"][];
+        };
+        /** @description A session forked from another. */
+        ForkSummary: {
+            created_at: string;
+            forked_from: components["schemas"]["ForkedFrom"];
+            /** @description The model the fork was made with (its source's). */
+            model: string;
+            /** @description The fork's own session id. */
+            session_id: string;
+        };
         /** @description `201` answer of `POST /v1/sessions/{session_id}/fork`. */
         Forked: {
             /**
@@ -432,7 +479,11 @@ export interface components {
         };
         /** @description `POST /v1/runs/{run_id}/retry` body. */
         Retry: {
-            /** @description The message to send instead of the run's own input. */
+            /**
+             * @description The message to send instead of the run's own input. Without it, the input kept
+             *     when the run was started through `POST /v1/sessions/{session_id}/messages` is sent
+             *     again; a run started elsewhere has none kept (`409`).
+             */
             text?: string | null;
         };
         /** @description What a run was asked: the user message that started it. */
@@ -513,7 +564,8 @@ export interface components {
             model?: string | null;
             name?: string | null;
             session_id: string;
-            status?: string | null;
+            /** @description `null` when the agent document has no status, or one this version does not know. */
+            status?: components["schemas"]["SessionStatus"] | null;
             updated_at?: string | null;
         };
         /** @description A page of sessions. */
@@ -521,6 +573,14 @@ export interface components {
             next_cursor?: string | null;
             sessions: components["schemas"]["Session"][];
         };
+        /**
+         * @description A session's status, as the bridge keeps it in the agent document (callback contract
+         *     §2.6): `idle` between turns, `running` during one, `error` after a failed one,
+         *     `archived` once archived. An enum so that clients generated from the OpenAPI document can
+         *     `switch` over it.
+         * @enum {string}
+         */
+        SessionStatus: "idle" | "running" | "error" | "archived";
         StreamEvent: {
             agent: components["schemas"]["AgentRef"];
             /** Format: date-time */
@@ -1245,6 +1305,66 @@ export interface operations {
             };
         };
     };
+    listRunForks: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForkList"];
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     answerQuestion: {
         parameters: {
             query?: never;
@@ -1401,7 +1521,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description failed_precondition: the run has not ended, or a checkpoint blob is missing or corrupted (named) */
+            /** @description failed_precondition: the run has not ended, a checkpoint blob is missing or corrupted (named), or no `text` was given and the run's input is not kept (a run started elsewhere) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1975,6 +2095,66 @@ export interface operations {
             };
             /** @description resource_exhausted: api.max_streams streams are open, or a quota is reached */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSessionForks: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForkList"];
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
                 headers: {
                     [name: string]: unknown;
                 };

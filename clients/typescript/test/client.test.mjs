@@ -281,6 +281,9 @@ test("the plain calls send the token, their body, and answer the JSON; errors ar
     (req, res) => res.writeHead(202).end(),
     json(200, { approvals: [] }),
     json(200, { id: "a", state: "denied" }),
+    json(201, { session: { session_id: "f" }, tools: [], blobs_copied: 3 }),
+    json(200, { forks: [] }),
+    json(200, { forks: [] }),
     json(401, { code: "unauthenticated", detail: "bad token" }),
   ]);
   try {
@@ -292,13 +295,18 @@ test("the plain calls send the token, their body, and answer the JSON; errors ar
     assert.equal(await c.cancelRun(RUN), undefined);
     await c.listApprovals({ state: "all" });
     assert.equal((await c.decideApproval("a", { decision: "deny", reason: "no" })).state, "denied");
+    assert.equal((await c.forkSession("s", { run_id: RUN, at: "after" })).blobs_copied, 3);
+    assert.deepEqual(await c.listSessionForks("s"), { forks: [] });
+    assert.deepEqual(await c.listRunForks(RUN), { forks: [] });
     const e = await c.getRun(RUN).catch((e) => e);
     assert.ok(e instanceof CallbackdError && e.status === 401 && e.code === "unauthenticated");
     assert.deepEqual(s.requests.map((r) => `${r.method} ${r.url}`), [
       "POST /v1/sessions", `GET /v1/runs/${RUN}`, "GET /v1/sessions/s/runs?limit=5", "GET /v1/sessions?limit=2&cursor=x%20y",
-      `POST /v1/runs/${RUN}/cancel`, "GET /v1/approvals?state=all", "POST /v1/approvals/a", `GET /v1/runs/${RUN}`]);
+      `POST /v1/runs/${RUN}/cancel`, "GET /v1/approvals?state=all", "POST /v1/approvals/a",
+      "POST /v1/sessions/s/fork", "GET /v1/sessions/s/forks", `GET /v1/runs/${RUN}/forks`, `GET /v1/runs/${RUN}`]);
     assert.deepEqual(JSON.parse(s.requests[0].body), { tools: ["echo"] });
     assert.deepEqual(JSON.parse(s.requests[6].body), { decision: "deny", reason: "no" });
+    assert.deepEqual(JSON.parse(s.requests[7].body), { run_id: RUN, at: "after" });
   } finally {
     await s.close();
   }

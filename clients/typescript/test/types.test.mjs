@@ -60,3 +60,25 @@ test("the README's switch over StreamEvent type-checks; its snippet reading a mi
   assert.match(r.errors[0], /(^|\/)wrong\.mts\(\d+,\d+\): error TS2339: Property 'output' does not exist/, r.out);
   assert.notEqual(r.status, 0);
 });
+
+test("a session's status is a union of its four values: a switch over it is exhaustive, a fifth value does not compile", () => {
+  const good = `import type { Schema } from "@callbackd/client";
+type Session = Schema<"Session">;
+export function label(s: Session): string {
+  switch (s.status) {
+    case "idle": return "waiting for a message";
+    case "running": return "working";
+    case "error": return "last turn failed";
+    case "archived": return "archived";
+    case null: case undefined: return "unknown";
+    default: { const none: never = s.status; return none; }
+  }
+}
+`;
+  const wrong = `import type { Schema } from "@callbackd/client";
+export const sleeping = (s: Schema<"Session">): boolean => s.status === "sleeping";
+`;
+  const r = typecheck({ "status_good.mts": good, "status_wrong.mts": wrong });
+  assert.equal(r.errors.length, 1, r.out);
+  assert.match(r.errors[0], /(^|\/)status_wrong\.mts\(2,\d+\): error TS2367:/, r.out);
+});

@@ -12,7 +12,6 @@ mod check;
 mod db;
 pub mod dump;
 mod error;
-mod forks;
 mod listen;
 pub mod migrate;
 mod records;

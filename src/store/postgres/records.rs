@@ -36,6 +36,7 @@ fn number_field(field: &str) -> String {
 }
 
 sql::records::impl_run_records!(PgStore);
+sql::forks::impl_fork_records!(PgStore);
 
 impl PgStore {
     fn tool_call_start(

@@ -21,6 +21,7 @@ pub mod checkpoints;
 mod conditions;
 mod dialect;
 mod exec;
+pub mod forks;
 pub mod memory;
 mod page;
 pub mod records;

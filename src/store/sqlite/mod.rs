@@ -12,7 +12,6 @@ pub mod copy;
 pub mod dump;
 mod exec;
 pub mod files;
-mod forks;
 pub mod migrate;
 mod records;
 pub mod transfer;

@@ -18,6 +18,7 @@ const VACUUM_PAGES_PER_BATCH: u32 = 4096;
 const TERMINAL: &str = "('finished','error','cancelled','expired')";
 
 sql::records::impl_run_records!(SqliteStore);
+sql::forks::impl_fork_records!(SqliteStore);
 
 impl SqliteStore {
     fn tool_call_start(

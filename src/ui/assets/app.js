@@ -5,6 +5,7 @@ import { h, fill, when, short } from "./dom.js";
 import { Follower } from "./follow.js";
 import { RunModel, RunView } from "./run.js";
 import { approvalsPage, watchCount } from "./approvals.js";
+import { ForkPanel, sessionForks } from "./fork.js";
 
 const main = document.getElementById("main");
 const dialog = document.getElementById("token-dialog");
@@ -249,6 +250,7 @@ async function sessionPage(id) {
       h("dt", {}, "Workspace"), h("dd", {}, h("span.path", {}, cwdText(s.cwd))),
       h("dt", {}, "Created"), h("dd", {}, when(s.created_at)),
       h("dt", {}, "Last activity"), h("dd", {}, when(s.updated_at)));
+    info.after(sessionForks(s));
   } catch (e) {
     if (alive) fill(info, problemBox(e));
     return;
@@ -314,7 +316,8 @@ async function runPage({ runId, send }) {
   const cancel = h("button.danger", { type: "button", id: "cancel", hidden: true }, "Cancel run");
   const cancelNote = h("span.muted.small", { role: "status" });
   const slot = h("div");
-  fill(main, crumbs, view.el, h("div.run-actions", {}, cancel, cancelNote), slot);
+  const forks = new ForkPanel({ canWrite });
+  fill(main, crumbs, view.el, h("div.run-actions", {}, cancel, cancelNote), forks.el, slot);
   if (send) {
     model.sessionId = send.sessionId;
     model.status = "queued";
@@ -346,6 +349,7 @@ async function runPage({ runId, send }) {
     const active = !model.terminal && !!model.runId;
     cancel.hidden = !(canWrite() && active);
     box?.setBusy(!model.terminal);
+    forks.update(model);
   };
   cancel.addEventListener("click", async () => {
     cancel.disabled = true;

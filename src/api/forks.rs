@@ -1,0 +1,87 @@
+//! `GET /v1/sessions/{session_id}/forks` and `GET /v1/runs/{run_id}/forks`: the sessions
+//! made from a session, or from one of its runs (a retry is a fork `before` its run, so it
+//! is listed too). What the console shows beside a run ("forked 2×") and how a client finds
+//! the branches of a conversation. The note each fork keeps ([`ForkRecord`]) is the source
+//! of truth: a fork that is deleted takes its note with it and is no longer listed.
+
+use axum::extract::{Path, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::problem::Problem;
+use super::reader::ForkedFrom;
+use super::sessions::no_session;
+use super::{json_response, ApiState, Caller};
+use crate::clock::rfc3339_ms;
+use crate::store::forks::ForkRecord;
+
+/// A session forked from another.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ForkSummary {
+    /// The fork's own session id.
+    pub session_id: String,
+    pub forked_from: ForkedFrom,
+    /// The model the fork was made with (its source's).
+    pub model: String,
+    pub created_at: String,
+}
+
+/// The forks of a session or of a run, oldest first.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ForkList {
+    pub forks: Vec<ForkSummary>,
+}
+
+fn list(records: Vec<ForkRecord>) -> ForkList {
+    ForkList {
+        forks: records
+            .into_iter()
+            .map(|r| ForkSummary {
+                forked_from: ForkedFrom::of(&r),
+                created_at: rfc3339_ms(r.created_at_ms),
+                session_id: r.agent_id,
+                model: r.model,
+            })
+            .collect(),
+    }
+}
+
+pub async fn of_session(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    let reader = state.reader(&caller.ns);
+    reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
+    let forks = state
+        .store()
+        .clone()
+        .fork_records()
+        .forks_from(&caller.ns, &id)
+        .await?;
+    Ok(json_response(StatusCode::OK, &list(forks)))
+}
+
+pub async fn of_run(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(run_id): Path<String>,
+) -> Result<Response, Problem> {
+    let reader = state.reader(&caller.ns);
+    let run = reader.run(&run_id).await?.ok_or_else(|| {
+        Problem::not_found(format!(
+            "no run {run_id:?} (GET /v1/sessions/{{session_id}}/runs lists a session's runs)"
+        ))
+    })?;
+    let session = run.get("agentId").and_then(Value::as_str).unwrap_or("");
+    let mut forks = state
+        .store()
+        .clone()
+        .fork_records()
+        .forks_from(&caller.ns, session)
+        .await?;
+    forks.retain(|f| f.source_run_id == run_id);
+    Ok(json_response(StatusCode::OK, &list(forks)))
+}
