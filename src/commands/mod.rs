@@ -18,7 +18,7 @@ mod transfer;
 use anyhow::Context;
 
 use callbackd::cli::{Cli, Command, ConfigArgs, ToolsCommand};
-use callbackd::config::{Config, EXAMPLE};
+use callbackd::config::Config;
 
 /// Runs the command `cli` names (`serve` when none).
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -40,7 +40,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => transfer::import(&args),
         Command::CopyStore(args) => block_on(copy_store::run(args))?,
         Command::PrintConfig => {
-            print!("{EXAMPLE}");
+            print!("{}", callbackd::config::reference());
             Ok(())
         }
         Command::Healthcheck(args) => healthcheck::run(&args),

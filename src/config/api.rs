@@ -4,13 +4,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ConfigError, TokenSource};
 use crate::secret::Secret;
 
 /// `[api]`: the run API under `/v1`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiConfig {
     /// The API's bearer token (read and write). From `CALLBACKD_API_TOKEN`, this value, the

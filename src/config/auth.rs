@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::TokenSource;
@@ -10,7 +11,7 @@ use crate::secret::Secret;
 /// `[auth]`: the bearer tokens the bridge presents. Each comes from the first of: its
 /// environment variable, the value here, the file named here; otherwise it is generated
 /// once and kept (mode 0600) next to the database.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     pub store_token: Option<Secret>,

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::TokenSource;
@@ -11,7 +12,7 @@ use crate::secret::Secret;
 /// `[bridge]`: a bridge started elsewhere that `callbackd serve` drives for the run API's
 /// writes (`POST /v1/sessions`, messages, cancel). `callbackd run` attaches to the bridge
 /// it supervises instead and ignores this section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct BridgeConfig {
     /// The bridge's Connect URL (its ready line's `url`), e.g. `http://127.0.0.1:7431`.

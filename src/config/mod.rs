@@ -18,6 +18,7 @@ mod log;
 mod metrics;
 mod namespaces;
 mod rebase;
+mod reference;
 mod retention;
 mod server;
 mod store;
@@ -26,6 +27,7 @@ mod tools;
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub use api::ApiConfig;
@@ -35,17 +37,18 @@ pub use error::ConfigError;
 pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
 pub use namespaces::{NamespaceConfig, OverRate, QuotaConfig, Quotas, TokenRole};
+pub use reference::reference;
 pub use retention::{parse_duration, RetentionConfig};
 pub use server::{ServerConfig, DEFAULT_LISTEN};
 pub use store::{is_postgres_url, BackendKind, StoreConfig, SyncMode};
 pub use token::{check_token, TokenSource};
 pub use tools::{ApprovalSetting, CommandToolConfig, ToolLimitsConfig, ToolsConfig};
 
-/// The commented example configuration (`callbackd print-config`).
+/// `config/callbackd.example.toml`: [`reference()`] as committed (a test compares them).
 pub const EXAMPLE: &str = include_str!("../../config/callbackd.example.toml");
 
 /// The daemon's configuration.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub server: ServerConfig,

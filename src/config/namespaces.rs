@@ -4,13 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{BridgeConfig, ConfigError, TokenSource};
 use crate::secret::Secret;
 
 /// One `[[namespaces]]` entry.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct NamespaceConfig {
     pub name: String,
@@ -35,7 +36,7 @@ pub struct NamespaceConfig {
 
 /// `[namespaces.quotas]`, as written: signed, so that a negative value is refused with a
 /// message naming the key rather than a type error.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuotaConfig {
     pub max_agents: Option<i64>,
@@ -46,7 +47,7 @@ pub struct QuotaConfig {
 }
 
 /// What happens to an append over `max_appends_per_second`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OverRate {
     /// Wait for the bucket (up to one second), then refuse.

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ConfigError;
@@ -13,7 +14,7 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
 const MAX_SERVER_THREADS: usize = 1024;
 
 /// `[server]`
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// `ADDR:PORT` to listen on. Port 0 picks a free port.
