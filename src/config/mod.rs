@@ -47,7 +47,10 @@ pub use tools::{ApprovalSetting, CommandToolConfig, ToolLimitsConfig, ToolsConfi
 /// `config/callbackd.example.toml`: [`reference()`] as committed (a test compares them).
 pub const EXAMPLE: &str = include_str!("../../config/callbackd.example.toml");
 
-/// The daemon's configuration.
+/// callbackd configuration (`callbackd print-config`). Every key is optional; the values
+/// shown are the defaults, keys without one are commented out. Precedence: defaults < this
+/// file < CALLBACKD_* environment variables < command-line flags. Relative paths are
+/// relative to this file's directory.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
