@@ -14,9 +14,16 @@ use crate::secret::Secret;
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
+    /// The store callbacks' token (`CALLBACKD_STORE_TOKEN` wins over it).
     pub store_token: Option<Secret>,
+    /// A file holding the store token.
+    #[schemars(example = &"/run/secrets/callbackd-store-token")]
     pub store_token_file: Option<PathBuf>,
+    /// The tool callbacks' token (`CALLBACKD_TOOL_TOKEN` wins over it); differs from the
+    /// store token.
     pub tool_token: Option<Secret>,
+    /// A file holding the tool token.
+    #[schemars(example = &"/run/secrets/callbackd-tool-token")]
     pub tool_token_file: Option<PathBuf>,
 }
 

@@ -15,7 +15,9 @@ use crate::secret::Secret;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct BridgeConfig {
-    /// The bridge's Connect URL (its ready line's `url`), e.g. `http://127.0.0.1:7431`.
+    /// The bridge's Connect URL (its ready line's `url`); without it the run API's writes
+    /// answer 501 under `callbackd serve`.
+    #[schemars(example = &"http://127.0.0.1:7431")]
     pub url: Option<String>,
     /// The bridge's bearer token, or the file holding it (its ready line's `authTokenFile`).
     pub token: Option<Secret>,
@@ -23,7 +25,10 @@ pub struct BridgeConfig {
     /// The model of new sessions when `POST /v1/sessions` names none.
     pub default_model: String,
     /// The workspace of new sessions when `POST /v1/sessions` names none; default: the
-    /// bridge's own `--workspace` (learnt from its ready line under `callbackd run`).
+    /// bridge's own `--workspace` (learnt from its ready line under `callbackd run`). A
+    /// bridge configured here or in `[namespaces.bridge]` has no ready line: without this
+    /// key, `POST /v1/sessions` must name its `cwd` (else 400).
+    #[schemars(example = &"/srv/workspace")]
     pub default_cwd: Option<String>,
     /// The API key passed to the bridge with each agent (the bridge may also have its own).
     pub api_key: Option<Secret>,
