@@ -61,6 +61,12 @@ pub enum Command {
         /// Age past which a terminal run's events go: `30d`, `12h`, `90m`, `0s` (all).
         #[arg(long, value_name = "DURATION")]
         older_than: Option<String>,
+        /// Say what would be removed (runs, events, bytes) and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask (on a terminal, prune shows what it would remove and asks first).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Copy the live database to PATH (consistent, without stopping appends), and check the copy.
     Backup(BackupArgs),
@@ -102,6 +108,13 @@ pub enum Command {
         #[command(subcommand)]
         command: ToolsCommand,
     },
+    /// Print the shell completion script: `callbackd completions bash > /etc/bash_completion.d/callbackd`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `callbackd man > callbackd.1`.
+    Man,
 }
 
 /// `callbackd run [OPTIONS] -- <bridge command> [ARGS...]`

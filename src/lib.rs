@@ -26,8 +26,10 @@
 //!   HTTP/1.1 accept loop), `ui` (the console's files), `data_dir`, [`health`],
 //!   [`shutdown`], [`error_chain`]: the plumbing nothing else is built on.
 //! - [`cli`], [`client`] (`follow`, `sessions`, `runs`, ...), [`supervisor`] (`callbackd
-//!   run -- <bridge>`): the command line, above the daemon; the binary's `commands/` holds
-//!   one file per command.
+//!   run -- <bridge>`, and how a ready daemon is announced: its ready line without secrets
+//!   and the runtime file the client commands find it by): the command line, above the
+//!   daemon; the binary's `commands/` holds one file per command (`prune`, shell
+//!   `completions` and the `man` page, ...).
 //!
 //! Layers, top to bottom. A module may use the modules on its own line and below, never
 //! above, and no import closes a circle, between files or between these modules

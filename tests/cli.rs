@@ -358,7 +358,7 @@ fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
 // `backup`, `export` and `import` with `--namespace`: each sees one namespace's rows only.
 
 /// Every table with an `ns` column, in the order of the migrations.
-const NS_TABLES: [&str; 9] = [
+const NS_TABLES: [&str; 11] = [
     "agents",
     "runs",
     "run_events",
@@ -368,11 +368,13 @@ const NS_TABLES: [&str; 9] = [
     "event_meta",
     "run_expiry",
     "approvals",
+    "run_inputs",
+    "session_forks",
 ];
 
 /// The same ids in every namespace, and `tag` in the stored text so the rows can be told
 /// apart: per namespace an agent `same` (with a run, events, a blob, a memory note, a tool
-/// call, a snapshot note and an approval) and a finished run `old` whose events were pruned.
+/// call, a snapshot note, an approval and a fork record) and a finished run `old` whose events were pruned.
 fn fill(db: &Path, namespaces: &[(&str, &str)]) {
     use callbackd::store::approvals::ApprovalRecord;
     use callbackd::store::records::ToolCallStart;
@@ -446,6 +448,8 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
             };
             records.tool_call_started(&ns, start, false).await.unwrap();
             records.snapshot_delta(&ns, "r1", 1, Some(3)).await.unwrap();
+            let input = format!("prompt of {tag}");
+            records.set_run_input(&ns, "r1", &input).await.unwrap();
             let approval = ApprovalRecord {
                 id: format!("approval-of-{tag}"),
                 ns: ns.clone(),
@@ -460,11 +464,29 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
                 decided_by: None,
                 decided_at_ms: None,
                 reason: None,
+                owner: String::new(),
+                lease_until_ms: 0,
+                approved_args: None,
             };
             store
                 .clone()
                 .approval_records()
                 .insert_approval(approval)
+                .await
+                .unwrap();
+            let fork = callbackd::store::forks::ForkRecord {
+                agent_id: "same".into(),
+                source_agent_id: format!("source-of-{tag}"),
+                source_run_id: "r0".into(),
+                at: "after".into(),
+                model: "composer-2".into(),
+                tools: vec!["echo".into()],
+                created_at_ms: 5,
+            };
+            store
+                .clone()
+                .fork_records()
+                .insert_fork(&ns, fork)
                 .await
                 .unwrap();
         }
@@ -708,7 +730,7 @@ fn backup_of_one_namespace_holds_its_rows_only_and_passes_check() {
         err.contains(&format!(
             "namespace a only: {kept_rows} rows kept (agents 1, runs 2, run_events 2, \
              checkpoints 1, memory_notes 1, tool_calls 1, event_meta 1, run_expiry 1, \
-             approvals 1), {} rows of other namespaces left out",
+             approvals 1, run_inputs 1, session_forks 1), {} rows of other namespaces left out",
             all_rows - kept_rows
         )),
         "{err}"
@@ -1102,4 +1124,206 @@ fn client_commands_take_a_namespaces_api_token_from_the_config() {
         "{}",
         stderr(&out)
     );
+}
+
+// Day-to-day operation as a user meets it (issue 24): a closed stdout, shell completions and
+// the man page, safe pruning.
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `callbackd ARGS | head -0`: the reader is gone before the first write.
+fn with_closed_stdout(world: &World, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = world
+        .command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), text(&out.stderr))
+}
+
+#[test]
+fn a_closed_stdout_ends_every_printing_command_quietly() {
+    let world = World::new();
+    for args in [
+        &["tools", "export"][..],
+        &["print-config"],
+        &["completions", "bash"],
+        &["man"],
+    ] {
+        let (code, stderr) = with_closed_stdout(&world, args);
+        assert!(
+            matches!(code, Some(0) | Some(141)),
+            "{args:?}: exit {code:?}, stderr {stderr}"
+        );
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn completions_for_each_shell_and_the_man_page_describe_the_real_commands() {
+    let world = World::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = world.run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        for word in ["sessions", "prune", "--older-than", "bridge-args"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let bad = world.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("bash"), "{}", text(&bad.stderr));
+
+    let man = world.run(&["man"]);
+    assert!(man.status.success());
+    let roff = text(&man.stdout);
+    assert!(
+        roff.starts_with(".ie") || roff.starts_with(".TH"),
+        "{roff:.200}"
+    );
+    assert!(roff.contains(".TH callbackd 1"));
+    for section in ["CALLBACKD PRUNE", "CALLBACKD SESSIONS", "CALLBACKD RUN"] {
+        assert!(roff.contains(section), "man page lacks {section}");
+    }
+    assert!(
+        !roff.contains("CALLBACKD WATCHDOG"),
+        "hidden command documented"
+    );
+    // bash's completion script is valid bash.
+    if let Ok(status) = Command::new("bash")
+        .arg("-n")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            let out = world.run(&["completions", "bash"]);
+            c.stdin.take().unwrap().write_all(&out.stdout)?;
+            c.wait()
+        })
+    {
+        assert!(status.success(), "bash -n rejects the completion script");
+    }
+}
+
+/// A database with `runs` finished runs of `events` events each (payloads of 2 KiB), created
+/// as the daemon creates it.
+fn database_with_finished_runs(db: &std::path::Path, runs: usize, events: usize) {
+    use callbackd::store::sqlite::{SqliteOptions, SqliteStore};
+    use callbackd::{Namespace, Store, StoreCall};
+    use serde_json::json;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = SqliteStore::open(&SqliteOptions::new(db)).unwrap();
+        let ns = Namespace::default();
+        let call = |substore: &str, method: &str, input: serde_json::Value| {
+            StoreCall::parse(substore, method, &input.to_string()).unwrap()
+        };
+        let agent = json!({
+            "agentId": "a1", "cwd": "/ws", "status": "idle", "activeRunId": null,
+            "name": "agent", "createdAt": 1, "updatedAt": 1
+        });
+        store
+            .call(&ns, call("agents", "create", json!({ "agent": agent })))
+            .await
+            .unwrap();
+        for r in 0..runs {
+            let run_id = format!("run-{r}");
+            let run = json!({
+                "runId": run_id, "requestId": null, "agentId": "a1", "turnNumber": r + 1,
+                "status": "finished", "model": {"id": "m"}, "result": null, "error": null,
+                "usageRef": null, "usage": null, "createdAt": 1000, "updatedAt": 1000,
+                "startedAt": 1000, "endedAt": 1000, "startCheckpointRef": null,
+                "latestCheckpointRef": null
+            });
+            store
+                .call(&ns, call("runs", "create", json!({ "run": run })))
+                .await
+                .unwrap();
+            for i in 0..events {
+                let event = json!({"runId": run_id, "eventType": "run_stream_event",
+                                   "payload": {"i": i, "text": "x".repeat(2048)}});
+                store
+                    .call(&ns, call("runEvents", "append", event))
+                    .await
+                    .unwrap();
+            }
+        }
+    });
+}
+
+fn event_count(db: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("SELECT count(*) FROM run_events", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// The number just before `word` in `text` ("(200 events," -> 200).
+fn number_before(text: &str, word: &str) -> u64 {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words
+        .windows(2)
+        .find_map(|w| {
+            (w[1].trim_matches(|c: char| !c.is_alphanumeric()) == word)
+                .then(|| {
+                    w[0].trim_matches(|c: char| !c.is_ascii_digit())
+                        .parse()
+                        .ok()
+                })
+                .flatten()
+        })
+        .unwrap_or_else(|| panic!("no number before {word:?} in {text}"))
+}
+
+#[test]
+fn prune_dry_run_changes_nothing_and_prune_gives_the_space_back() {
+    let world = World::new();
+    let db = world.cwd.join("callbackd.db");
+    database_with_finished_runs(&db, 5, 40);
+    let db_arg = db.to_str().unwrap();
+    assert_eq!(event_count(&db), 200);
+
+    let out = world.run(&["prune", "--db", db_arg, "--older-than", "0s", "--dry-run"]);
+    let text = text(&out.stdout);
+    assert!(out.status.success(), "{}", self::text(&out.stderr));
+    assert!(text.starts_with("would remove"), "{text}");
+    assert_eq!(number_before(&text, "runs"), 5, "{text}");
+    assert_eq!(number_before(&text, "events"), 200, "{text}");
+    assert!(number_before(&text, "payload") > 200 * 2048, "{text}");
+    assert_eq!(event_count(&db), 200, "a dry run removed events");
+
+    // Not on a terminal and without --yes: scripts that call prune keep working.
+    let out = world.run(&["prune", "--db", db_arg, "--older-than", "0s"]);
+    let text = self::text(&out.stdout);
+    assert!(out.status.success(), "{}", self::text(&out.stderr));
+    assert_eq!(event_count(&db), 0);
+    // "database B bytes -> A bytes (file and WAL)": the WAL counts, and the space came back.
+    let sizes: Vec<u64> = text
+        .split("database ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"))
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(sizes.len() >= 2, "{text}");
+    assert!(sizes[0] > 200 * 2048, "before counts the WAL: {text}");
+    assert!(sizes[1] < sizes[0] / 2, "the file did not shrink: {text}");
+    assert!(text.contains("file and WAL"), "{text}");
+
+    // `namespaces` reports the database's size with its WAL too.
+    let out = world.run(&["namespaces", "--db", db_arg]);
+    let text = self::text(&out.stdout);
+    assert!(out.status.success(), "{}", self::text(&out.stderr));
+    assert!(text.contains("bytes (file and WAL)"), "{text}");
 }

@@ -24,6 +24,7 @@ const TOOL_TOKEN: &str = "tool-token-for-the-supervisor-test";
 /// The "node" process: does the bridge's work. Modes:
 /// `serve` (default): on INT/TERM, records the signal, takes 0.3 s to shut down, exits 0;
 /// `exit3`: exits 3 right after the ready line; `selfkill`: dies of SIGUSR1;
+/// `early`: exits 3 before its ready line, saying why on stderr;
 /// `straggler`: on TERM exits at once, leaving a child that ignores TERM;
 /// `ignore`: ignores TERM altogether.
 const FAKE_NODE: &str = r#"
@@ -44,8 +45,9 @@ sleep 1000 &
 kid=$!
 echo $kid > "$d/kid.pid"
 echo "fake bridge starting" >&2
-printf 'cursor-sdk-bridge ready {"url":"http://127.0.0.1:9/","pid":%s,"authTokenFile":"%s"}\n' \
-  $$ "$d/tmp/cursor-sdk-bridge-test/auth-token" >&2
+if [ "$mode" = early ]; then echo "Error: TMPDIR is not set" >&2; kill $kid; exit 3; fi
+printf 'cursor-sdk-bridge ready {"url":"%s","pid":%s,"authTokenFile":"%s"}\n' \
+  "$FAKE_BRIDGE_URL" $$ "$d/tmp/cursor-sdk-bridge-test/auth-token" >&2
 echo "after ready" >&2
 case "$mode" in
   exit3) kill $kid; exit 3 ;;
@@ -53,6 +55,47 @@ case "$mode" in
 esac
 while :; do wait $kid; done
 "#;
+
+/// The fake bridge's RPC endpoint: `callbackd run` waits for the bridge's `Ping` before it
+/// is ready. A thread of the test process answers every request with `200 {}`, as the real
+/// bridge answers Ping (a shell script cannot listen).
+fn fake_bridge_url() -> &'static str {
+    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    URL.get_or_init(|| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                std::thread::spawn(move || answer_ping(conn));
+            }
+        });
+        url
+    })
+}
+
+fn answer_ping(conn: TcpStream) {
+    let mut reader = BufReader::new(conn);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    let _ = reader.get_mut().write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\
+          Connection: close\r\n\r\n{}",
+    );
+}
 
 /// Like `bin/cursor-sdk-bridge`: runs "node" as a child (no exec) and exits with its status.
 const FAKE_WRAPPER: &str = r#"
@@ -114,6 +157,7 @@ impl Run {
             .args(&opts.bridge_args)
             .env("FAKE_DIR", d)
             .env("FAKE_MODE", opts.mode)
+            .env("FAKE_BRIDGE_URL", fake_bridge_url())
             .env("CALLBACKD_STORE_TOKEN", STORE_TOKEN)
             .env("CALLBACKD_TOOL_TOKEN", TOOL_TOKEN)
             .env(
@@ -632,5 +676,107 @@ fn a_missing_bridge_program_is_a_clear_error() {
     assert!(
         stderr.contains("cannot start the bridge \"/nonexistent/cursor-sdk-bridge\""),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_bridge_that_dies_at_start_fails_run_with_its_last_lines_and_status() {
+    let mut run = Run::start(Opts {
+        mode: "early",
+        ..Opts::default()
+    });
+    let (status, stderr) = run.wait_exit(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    let error = stderr
+        .lines()
+        .position(|l| l.starts_with("callbackd: error: the bridge did not start"))
+        .unwrap_or_else(|| panic!("no start error: {stderr}"));
+    let tail: Vec<&str> = stderr.lines().skip(error).collect();
+    assert!(tail[0].contains("exited with status 3"), "{stderr}");
+    assert!(tail.contains(&"  Error: TMPDIR is not set"), "{stderr}");
+    // Never ready: no ready line of callbackd's, no ready file, no runtime file.
+    assert!(!stderr.contains("callbackd ready "), "{stderr}");
+    assert!(!run.path("ready.json").exists());
+    let left: Vec<_> = std::fs::read_dir(run.dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains("runtime"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// `callbackd ARGS` from `/`, without any `CALLBACKD_*` variable.
+fn client_command(args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_callbackd"));
+    cmd.args(args).current_dir("/").stdin(Stdio::null());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("CALLBACKD_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn client_commands_find_a_run_on_a_free_port_through_its_runtime_file() {
+    let mut run = Run::start(Opts::default());
+    let ready: serde_json::Value =
+        serde_json::from_str(&run.wait_line("callbackd ready ")).unwrap();
+    let runtime = PathBuf::from(ready["runtime_file"].as_str().unwrap());
+    assert_eq!(
+        runtime.parent(),
+        Some(run.dir.path()),
+        "next to the database"
+    );
+    let mode = std::fs::metadata(&runtime).unwrap().permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+        0o600
+    );
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+    assert_eq!(file["url"], ready["url"]);
+    assert_eq!(file["namespace"], "default");
+    assert_eq!(file["pid"], run.child.id());
+
+    // From another directory, with only the database's place: no --url, no --listen.
+    let db = run.path("callbackd.db");
+    let db = db.to_str().unwrap();
+    let out = client_command(&["sessions", "--db", db]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("SESSION "), "{stdout}");
+
+    // A wrong URL: nothing on stdout, and the error names the URL and the tokens file.
+    let out = client_command(&["sessions", "--db", db, "--url", "http://127.0.0.1:1/"]);
+    assert!(!out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("http://127.0.0.1:1/"), "{stderr}");
+    assert!(
+        stderr.contains(&run.path("callbackd.tokens").display().to_string()),
+        "{stderr}"
+    );
+
+    // A clean stop removes the file; a client then says no daemon left one.
+    run.signal(Signal::SIGTERM);
+    let (status, stderr) = run.wait_exit(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!runtime.exists());
+    let out = client_command(&["sessions", "--db", db]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no running daemon left a runtime file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -59,6 +59,12 @@ impl Caller {
         }
     }
 
+    /// The digest of the API token this caller presented (stream tokens are signed with a
+    /// key derived from it).
+    pub fn grant_digest(&self) -> &TokenDigest {
+        &self.grant.digest
+    }
+
     /// `403 permission_denied` unless the caller may write.
     pub fn require_write(&self, what: &str) -> Result<(), Problem> {
         match self.role {
@@ -116,6 +122,17 @@ impl ApiTokens {
                 });
             }
         }
+        if value
+            .as_bytes()
+            .strip_prefix(b"Bearer ")
+            .is_some_and(super::stream_token::looks_like)
+        {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "that is a stream token: it is accepted only as ?access_token= on GET \
+                 /v1/runs/{run_id}/stream",
+            ));
+        }
         if self.bridge.authorize(presented).is_some() {
             return Err(Problem::new(
                 ProblemCode::Unauthenticated,
@@ -134,6 +151,69 @@ impl FromRequestParts<ApiState> for Caller {
     type Rejection = Problem;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Problem> {
-        state.tokens().authorize(parts)
+        match access_token(&parts.uri) {
+            Some(token) => state.tokens().authorize_stream(parts, &token),
+            None => state.tokens().authorize(parts),
+        }
+    }
+}
+
+/// The `access_token` of a request's query string, if it has one.
+fn access_token(uri: &http::Uri) -> Option<String> {
+    let q = uri.query()?;
+    if !q.contains("access_token") {
+        return None;
+    }
+    super::query(uri).ok()?.remove("access_token")
+}
+
+/// The run of `GET /v1/runs/{run_id}/stream`, the one request a stream token opens.
+fn stream_run(parts: &Parts) -> Option<String> {
+    if parts.method != http::Method::GET {
+        return None;
+    }
+    let rest = parts.uri.path().strip_prefix("/v1/runs/")?;
+    let (id, tail) = rest.split_once('/')?;
+    (tail == "stream" && !id.is_empty())
+        .then(|| super::percent_decode(id).ok())
+        .flatten()
+}
+
+impl ApiTokens {
+    /// A request with `?access_token=`: a stream token, accepted only on its run's stream,
+    /// read-only, and never beside an `Authorization` header.
+    pub fn authorize_stream(&self, parts: &Parts, token: &str) -> Result<Caller, Problem> {
+        let Some(run_id) = stream_run(parts) else {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "access_token (a stream token) is accepted only on GET \
+                 /v1/runs/{run_id}/stream; send `Authorization: Bearer <api token>` here",
+            ));
+        };
+        if parts.headers.contains_key(header::AUTHORIZATION) {
+            return Err(Problem::new(
+                ProblemCode::Unauthenticated,
+                "send either an Authorization header or ?access_token=, not both",
+            ));
+        }
+        let keys = |ns: &str| {
+            let ns = Namespace::new(ns);
+            let mut keys = self.write.digests_of(&ns);
+            keys.extend(self.read.digests_of(&ns));
+            keys
+        };
+        let (claims, digest) =
+            super::stream_token::verify(token, &run_id, crate::clock::now_ms(), keys)?;
+        let ns = Namespace::new(&claims.ns);
+        let set = if self.write.still_grants(&digest, &ns) {
+            self.write.clone()
+        } else {
+            self.read.clone()
+        };
+        Ok(Caller {
+            ns,
+            role: Role::Read,
+            grant: Grant { set, digest },
+        })
     }
 }

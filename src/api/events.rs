@@ -26,9 +26,13 @@ pub struct StoredEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Durable {
     RunStarted {
+        #[schemars(with = "super::schema::AgentRef")]
         agent: Value,
         session_id: String,
         release_id: Option<String>,
+        /// The user message of the turn; `null` when callbackd has none recorded (a run
+        /// started by another client than the run API).
+        input: Option<RunInput>,
     },
     Step {
         index: u32,
@@ -47,12 +51,23 @@ pub enum Durable {
     ToolStarted {
         tool_call_id: String,
         tool: String,
+        /// The call's arguments (JSON); over [`FULL_VALUE_BYTES`] of JSON text, a string of
+        /// its first bytes and `truncated: true`.
+        arguments: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     ToolCompleted {
         tool_call_id: String,
         tool: String,
         outcome: &'static str,
         duration_ms: Option<i64>,
+        /// The call's result as the bridge stored it (`{status, value}`, JSON); over
+        /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
+        /// `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
+        result: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     ToolOutcomeUnknown {
         tool_call_id: String,
@@ -60,15 +75,21 @@ pub enum Durable {
         reason: String,
     },
     Task {
+        #[schemars(with = "Option<super::schema::Scalar>")]
         task_id: Value,
+        #[schemars(with = "Option<String>")]
         title: Value,
+        #[schemars(with = "Option<super::schema::Scalar>")]
         status: Value,
+        #[schemars(with = "Option<super::schema::Scalar>")]
         progress: Value,
     },
     Usage {
+        #[schemars(with = "Option<super::schema::Usage>")]
         usage: Value,
     },
     Completed {
+        #[schemars(with = "Option<super::schema::Usage>")]
         usage: Value,
         status: String,
         output: Option<String>,
@@ -76,9 +97,11 @@ pub enum Durable {
     Error {
         status: &'static str,
         problem: Problem,
+        #[schemars(with = "Option<super::schema::Usage>")]
         usage: Value,
     },
     SdkMessage {
+        #[schemars(with = "super::schema::Object")]
         message: Value,
     },
 }
@@ -87,6 +110,39 @@ impl Durable {
     /// `completed` and `error` end a run's stream.
     pub fn is_terminal(&self) -> bool {
         matches!(self, Durable::Completed { .. } | Durable::Error { .. })
+    }
+}
+
+/// What a run was asked: the user message that started it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RunInput {
+    pub text: String,
+    /// Present (and `true`) when `text` was cut short: runs lists show the first
+    /// [`RunInput::LISTED_CHARS`] characters; `GET /v1/runs/{run_id}` has it whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl RunInput {
+    /// Characters of the input a runs list shows.
+    pub const LISTED_CHARS: usize = 200;
+
+    pub fn whole(text: String) -> RunInput {
+        RunInput {
+            text,
+            truncated: false,
+        }
+    }
+
+    /// The input as a list shows it: its first [`Self::LISTED_CHARS`] characters.
+    pub fn listed(text: &str) -> RunInput {
+        match text.char_indices().nth(Self::LISTED_CHARS) {
+            None => RunInput::whole(text.to_string()),
+            Some((end, _)) => RunInput {
+                text: text[..end].to_string(),
+                truncated: true,
+            },
+        }
     }
 }
 
@@ -105,17 +161,33 @@ pub enum Control {
     /// A tool call of this run waits for a person: decide with `POST /v1/approvals/{id}`.
     /// Sent on every (re)connect while it is pending.
     ApprovalRequired {
-        approval: crate::approvals::ApprovalView,
+        approval: Box<crate::approvals::ApprovalView>,
     },
-    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`.
+    /// The model asks the person (built-in `ask_user`): answer with
+    /// `POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
+    /// while it is open; its end is an `approval_resolved` with its id.
+    Question { question: QuestionView },
+    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
+    /// (`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
+    /// runs with arguments a person edited.
     ApprovalResolved {
         approval_id: String,
         decision: String,
         by: Option<String>,
         reason: Option<String>,
+        edited: bool,
     },
     /// The replay has caught up; what follows is live.
     UpToDate { last_seq: u64 },
+}
+
+/// An open question of the model to the person.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct QuestionView {
+    pub id: String,
+    pub text: String,
+    pub options: Vec<String>,
+    pub expires_at: String,
 }
 
 /// The `data:` JSON of a stream event: `type`, `seq`, `run_id`, `at`, then its fields.
@@ -195,6 +267,7 @@ impl RunMapper {
                 agent: json!({"id": self.session_id, "model": self.model}),
                 session_id: self.session_id.clone(),
                 release_id: None,
+                input: None,
             },
             "status" => {
                 let status = str_of("status").unwrap_or_default();
@@ -279,12 +352,26 @@ impl RunMapper {
         let status = message.get("status").and_then(Value::as_str).unwrap_or("");
         if status == "running" {
             self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            let (arguments, truncated) = capped(tool_arguments(message));
             return Durable::ToolStarted {
                 tool_call_id: call_id,
                 tool,
+                arguments,
+                truncated,
             };
         }
+        let (result, truncated) = capped(message.get("result").cloned().unwrap_or(Value::Null));
+        // The execution time: callbackd's record of a custom tool's call (final before the
+        // bridge stores the completion; a call held for approval starts when approved), else
+        // the time between the stored `running` and completion events.
+        let executed = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
+            .and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
         let started = self.tools.get(&call_id).map(|(_, t)| *t);
+        let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
         let failed = status == "error"
@@ -317,7 +404,9 @@ impl RunMapper {
                         tool_call_id: call_id,
                         tool,
                         outcome: r.outcome.as_str(),
-                        duration_ms: started.map(|s| (at_ms - s).max(0)),
+                        duration_ms,
+                        result,
+                        truncated,
                     }
                 }
                 _ => {}
@@ -327,9 +416,39 @@ impl RunMapper {
             tool_call_id: call_id,
             tool,
             outcome: if failed { "error" } else { "ok" },
-            duration_ms: started.map(|s| (at_ms - s).max(0)),
+            duration_ms,
+            result,
+            truncated,
         }
     }
+}
+
+/// Bytes of JSON text of a tool call's arguments or result that a stream event carries.
+pub const FULL_VALUE_BYTES: usize = 64 * 1024;
+
+/// A tool call's arguments in its stored `tool_call` message: a custom tool's (`mcp`) are
+/// `args.args`, a built-in's are `args`.
+pub fn tool_arguments(message: &Value) -> Value {
+    match message.get("name").and_then(Value::as_str) {
+        Some("mcp") => message.pointer("/args/args"),
+        _ => message.get("args"),
+    }
+    .cloned()
+    .unwrap_or(Value::Null)
+}
+
+/// `value` if its JSON text fits [`FULL_VALUE_BYTES`]; else a string of the text's first
+/// bytes (whole characters), and `true`.
+fn capped(value: Value) -> (Value, bool) {
+    let text = value.to_string();
+    if text.len() <= FULL_VALUE_BYTES {
+        return (value, false);
+    }
+    let mut end = FULL_VALUE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (Value::String(text[..end].to_string()), true)
 }
 
 /// The whole text of an assistant message: its text parts, joined.
@@ -416,7 +535,9 @@ mod tests {
                 tool_call_id: "c1".into(),
                 tool: "echo".into(),
                 outcome: "ok",
-                duration_ms: Some(10)
+                duration_ms: Some(10),
+                result: json!({"status": "success"}),
+                truncated: false,
             }
         );
         match &out[6] {
@@ -431,6 +552,29 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn tool_values_over_64_kib_are_cut_and_marked() {
+        let mut m = RunMapper::new(&json!({"agentId": "a1"}), vec![]);
+        let big = "é".repeat(40_000);
+        let started = m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "echo", "args": {"text": big}}})));
+        let Durable::ToolStarted {
+            arguments,
+            truncated,
+            ..
+        } = started
+        else {
+            panic!("{started:?}")
+        };
+        assert!(truncated);
+        let cut = arguments.as_str().unwrap();
+        assert!(cut.len() <= FULL_VALUE_BYTES && cut.len() > FULL_VALUE_BYTES - 4);
+        assert!(cut.starts_with(r#"{"text":"éé"#), "{}", &cut[..20]);
+        let small = m.map(&ev(2, &json!({"type": "tool_call", "call_id": "c2", "name": "read", "status": "running", "args": {"path": "a"}})));
+        assert!(
+            matches!(small, Durable::ToolStarted { arguments, truncated: false, .. } if arguments == json!({"path": "a"}))
+        );
     }
 
     #[test]

@@ -103,6 +103,17 @@ impl RunCtx<'_> {
             }
         }
         let mut event = mapper.map(ev);
+        if let Durable::RunStarted { input, .. } = &mut event {
+            // Recorded by `POST .../messages` before any stream of the run is opened there.
+            *input = self
+                .state
+                .records()
+                .run_inputs(self.ns, &[self.run_id.to_string()])
+                .await
+                .ok()
+                .and_then(|mut m| m.remove(self.run_id))
+                .map(super::events::RunInput::whole);
+        }
         if let Durable::MessageSnapshot { delta, .. } = &mut event {
             let sealed = self.state.live_tokens().seal(self.ns, self.run_id, ev.seq);
             *delta = self
@@ -149,7 +160,8 @@ impl RunCtx<'_> {
         Ok(events)
     }
 
-    /// A fresh mapper at `pos`: the run's events up to it, mapped and not sent.
+    /// A fresh mapper at `pos`: the run's events up to it, mapped and not sent. Its `at`
+    /// says how far it truly got: short of `pos` when the run has fewer events stored.
     pub async fn mapper_at(&self, pos: u64) -> Result<Private, FeedError> {
         let records = self
             .state
@@ -161,19 +173,35 @@ impl RunCtx<'_> {
             mapper: RunMapper::new(self.run_doc, records),
             at: 0,
         };
+        self.catch_up(&mut private, pos).await?;
+        Ok(private)
+    }
+
+    /// Maps (without sending) the stored events after `private.at` up to `pos`, as far as
+    /// they are stored; whether it got to `pos`.
+    pub async fn catch_up(&self, private: &mut Private, pos: u64) -> Result<bool, FeedError> {
         while private.at < pos {
             let events = self.page(private.at).await?;
             if events.is_empty() {
-                break;
+                return Ok(false);
             }
             for ev in events.iter().take_while(|ev| ev.seq <= pos) {
                 private.mapper.map(ev);
                 private.at = ev.seq;
             }
         }
-        // A position past the last event: nothing to map up to it.
-        private.at = pos;
-        Ok(private)
+        Ok(true)
+    }
+
+    /// The stream's own mapper at `pos` (as far as the store has events): the one it has,
+    /// caught up, or a fresh one.
+    async fn own_at(&self, private: &mut Option<Private>, pos: u64) -> Result<Private, FeedError> {
+        let mut own = match private.take() {
+            Some(p) if p.at <= pos => p,
+            _ => return self.mapper_at(pos).await,
+        };
+        self.catch_up(&mut own, pos).await?;
+        Ok(own)
     }
 }
 
@@ -202,11 +230,17 @@ impl Feed {
                 drop(st);
                 return Self::private_page(ctx, pos, private).await;
             }
-            // The feed is behind us or new: it continues from our position and context.
-            let own = match private.take() {
-                Some(p) if p.at == pos => p,
-                _ => ctx.mapper_at(pos).await?,
-            };
+            // The feed is behind us or new: it continues from our position and context, but
+            // only from a position the store has reached. A stream asked to start past the
+            // last stored event (`?after=` beyond the end) keeps its own mapper, short of its
+            // position, until the events up to it are stored: the feed must never believe it
+            // mapped events it did not read (every stream past that point would get frames
+            // made from the wrong state).
+            let own = ctx.own_at(private, pos).await?;
+            if own.at < pos {
+                *private = Some(own);
+                return Ok(Vec::new());
+            }
             st.mapper = Some(own.mapper);
             st.next = pos;
             st.recent.clear();
@@ -241,10 +275,11 @@ impl Feed {
         pos: u64,
         private: &mut Option<Private>,
     ) -> Result<Vec<Frame>, FeedError> {
-        let mut own = match private.take() {
-            Some(p) if p.at == pos => p,
-            _ => ctx.mapper_at(pos).await?,
-        };
+        let mut own = ctx.own_at(private, pos).await?;
+        if own.at < pos {
+            *private = Some(own);
+            return Ok(Vec::new());
+        }
         let events = ctx.page(pos).await?;
         let mut frames = Vec::with_capacity(events.len());
         for ev in &events {

@@ -17,7 +17,6 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::bridge::bridge_problem;
@@ -31,13 +30,10 @@ use crate::connect::client::{ClientError, MessageStream};
 /// `POST .../messages` body.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct NewMessage {
-    /// The user's message.
+    /// The user's message (not blank).
+    #[schemars(with = "String", regex(pattern = r"\S"))]
     pub text: Option<String>,
 }
-
-/// Token fragments buffered between the `Send` reader and the stream (best effort: more
-/// are dropped, the snapshot carries the whole text anyway).
-const TOKEN_BUFFER: usize = 1024;
 
 pub async fn send(
     State(state): State<ApiState>,
@@ -60,11 +56,15 @@ pub async fn send(
     let bridge = state.bridge(&caller.ns).get()?;
     let (mut stream, run_id, early) =
         start_turn(&state, &bridge, &reader, &session, &agent, &text).await?;
-    let (tx, rx) = mpsc::channel::<String>(TOKEN_BUFFER);
+    // Kept beside the run before its stream is opened here: `run_started.input`.
+    state
+        .records()
+        .set_run_input(&caller.ns, &run_id, &text)
+        .await?;
+    let (relay, intake) = state.live_tokens().relay(&caller.ns, &run_id);
     for t in early {
-        let _ = tx.try_send(t);
+        intake.push(t);
     }
-    let relay = state.live_tokens().relay(&caller.ns, &run_id);
     // The rest of the Send stream, for its text deltas. It ends with the run (or a transport
     // error, after which the stream still follows the store); it never cancels the run.
     tokio::spawn(async move {
@@ -72,7 +72,9 @@ pub async fn send(
             match stream.next().await {
                 Ok(Some(msg)) => {
                     if let Some(t) = text_delta(&msg) {
-                        let _ = tx.try_send(t);
+                        // Read to its end even when the client's stream is gone: dropping
+                        // the Send stream early is not how a run is cancelled.
+                        intake.push(t);
                     }
                 }
                 Ok(None) => return,
@@ -102,7 +104,7 @@ pub async fn send(
         run_id,
         doc,
         0,
-        Some((rx, relay)),
+        Some(relay),
         conn.map(|c| c.0),
     )
     .await

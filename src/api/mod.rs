@@ -13,18 +13,24 @@
 mod approvals;
 mod bridge;
 mod caller;
+mod cors;
 mod events;
 mod feed;
+mod fork;
 mod hub;
 mod live_tokens;
 mod messages;
 pub mod openapi;
 mod problem;
+mod questions;
 mod reader;
 pub mod retention;
 mod runs;
+mod schema;
 mod sessions;
 mod stream;
+mod stream_token;
+mod tool_calls;
 
 pub use caller::{ApiTokens, Caller, Role};
 pub use problem::{Problem, ProblemCode};
@@ -61,6 +67,8 @@ pub struct ApiParts {
     pub tools: ToolService,
     pub metrics: crate::metrics::Metrics,
     pub approvals: crate::approvals::Approvals,
+    /// The namespaces' quotas, for the sessions the API writes itself (forks).
+    pub quotas: crate::namespaces::quota::QuotaGate,
 }
 
 /// What the API's handlers share. Cheap to clone.
@@ -79,6 +87,7 @@ struct Inner {
     tools: ToolService,
     metrics: crate::metrics::Metrics,
     approvals: crate::approvals::Approvals,
+    quotas: crate::namespaces::quota::QuotaGate,
     streams: Arc<Semaphore>,
     live: LiveTokens,
     hub: OnceLock<FollowHub>,
@@ -101,6 +110,7 @@ impl ApiState {
             tools,
             metrics,
             approvals,
+            quotas,
         } = parts;
         let streams = Arc::new(Semaphore::new(config.max_streams));
         ApiState {
@@ -114,6 +124,7 @@ impl ApiState {
                 tools,
                 metrics,
                 approvals,
+                quotas,
                 streams,
                 live: LiveTokens::default(),
                 hub: OnceLock::new(),
@@ -170,6 +181,11 @@ impl ApiState {
     /// Held tool calls and their decisions.
     pub fn approvals(&self) -> &crate::approvals::Approvals {
         &self.inner.approvals
+    }
+
+    /// The namespaces' quotas (a fork is a new session like any other).
+    pub fn quotas(&self) -> &crate::namespaces::quota::QuotaGate {
+        &self.inner.quotas
     }
 
     /// Where streams and retention are counted (`GET /metrics`).
@@ -246,6 +262,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/v1/openapi.json", get(openapi::serve))
         .route("/v1/{*rest}", get(unknown).post(unknown))
         .method_not_allowed_fallback(wrong_method)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::cors,
+        ))
         .with_state(state)
 }
 
@@ -307,14 +327,14 @@ fn percent_decode(s: &str) -> Result<String, Problem> {
     String::from_utf8(out).map_err(|_| bad())
 }
 
-async fn wrong_method(method: http::Method, uri: http::Uri) -> Response {
-    let mut p = Problem::invalid(format!(
-        "{method} is not supported for {}; GET /v1/openapi.json lists each endpoint's methods",
-        uri.path()
-    ));
-    p.status = StatusCode::METHOD_NOT_ALLOWED.as_u16();
-    p.title = "Method Not Allowed".into();
-    p.into_response()
+async fn wrong_method(method: http::Method, uri: http::Uri) -> Problem {
+    Problem::new(
+        ProblemCode::MethodNotAllowed,
+        format!(
+            "{method} is not supported for {}; GET /v1/openapi.json lists each endpoint's methods",
+            uri.path()
+        ),
+    )
 }
 
 async fn unknown(uri: http::Uri) -> Problem {
@@ -350,12 +370,13 @@ impl<T: DeserializeOwned> FromRequest<ApiState> for ApiJson<T> {
                     Problem::invalid(format!("cannot read the request body: {e}"))
                 }
             })?;
-        let text = if bytes.iter().all(u8::is_ascii_whitespace) {
-            &b"{}"[..]
-        } else {
-            &bytes[..]
-        };
-        serde_json::from_slice(text).map(ApiJson).map_err(|e| {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            // Judged before anything else the request needs (the bridge): bad input is 400.
+            return Err(Problem::invalid(
+                "the request body is empty: send a JSON object (`{}` for every default)",
+            ));
+        }
+        serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
             Problem::invalid(format!(
                 "the request body is not the JSON this endpoint takes: {e}"
             ))

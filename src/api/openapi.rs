@@ -13,7 +13,7 @@ use super::problem::Problem;
 use super::reader::Session;
 use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
-use super::{approvals, json_response, messages, runs, sessions, ApiState};
+use super::{approvals, fork, json_response, messages, questions, runs, sessions, ApiState};
 
 /// What a route answers with on success.
 pub enum Answer {
@@ -27,6 +27,8 @@ pub enum Answer {
 pub struct Route {
     pub method: &'static str,
     pub path: &'static str,
+    /// The operation's `operationId` (a generated client's method name).
+    pub operation_id: &'static str,
     pub summary: &'static str,
     pub request: Option<fn(&mut SchemaGenerator) -> Schema>,
     pub answer: Answer,
@@ -44,6 +46,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "post",
         path: "/v1/sessions",
+        operation_id: "createSession",
         summary: "Create a session (an agent on the bridge) with the registry's tools",
         request: Some(schema::<NewSession>),
         answer: Answer::Json(201, schema::<Created>),
@@ -54,6 +57,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "get",
         path: "/v1/sessions",
+        operation_id: "listSessions",
         summary: "Sessions from the store, newest first",
         request: None,
         answer: Answer::Json(200, schema::<SessionPage>),
@@ -64,6 +68,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "get",
         path: "/v1/sessions/{session_id}",
+        operation_id: "getSession",
         summary: "One session",
         request: None,
         answer: Answer::Json(200, schema::<Session>),
@@ -74,6 +79,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "post",
         path: "/v1/sessions/{session_id}/messages",
+        operation_id: "sendMessage",
         summary: "Send a message: starts a turn and streams the new run",
         request: Some(schema::<messages::NewMessage>),
         answer: Answer::Stream,
@@ -84,6 +90,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "get",
         path: "/v1/sessions/{session_id}/runs",
+        operation_id: "listSessionRuns",
         summary: "A session's runs, in turn order",
         request: None,
         answer: Answer::Json(200, schema::<RunPage>),
@@ -94,6 +101,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "get",
         path: "/v1/runs/{run_id}",
+        operation_id: "getRun",
         summary: "A run's state: status, last_seq, usage, output, error, tool calls",
         request: None,
         answer: Answer::Json(200, schema::<RunState>),
@@ -103,7 +111,19 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "get",
+        path: "/v1/runs/{run_id}/tool_calls/{tool_call_id}",
+        operation_id: "getToolCall",
+        summary: "One tool call of a run with its whole arguments and result",
+        request: None,
+        answer: Answer::Json(200, schema::<super::tool_calls::ToolCallDetail>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(super::tool_calls::get_one),
+    },
+    Route {
+        method: "get",
         path: "/v1/runs/{run_id}/stream",
+        operation_id: "streamRun",
         summary: "The run's durable events after `after`, then live ones until it ends",
         request: None,
         answer: Answer::Stream,
@@ -114,6 +134,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "get",
         path: "/v1/runs/{run_id}/events",
+        operation_id: "listRunEvents",
         summary: "The same durable events as a JSON page",
         request: None,
         answer: Answer::Json(200, schema::<EventPage>),
@@ -124,6 +145,7 @@ pub const ROUTES: &[Route] = &[
     Route {
         method: "get",
         path: "/v1/approvals",
+        operation_id: "listApprovals",
         summary: "Approvals of held tool calls (`?state=pending`, the default, or `all`)",
         request: None,
         answer: Answer::Json(200, schema::<approvals::ApprovalList>),
@@ -133,17 +155,56 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "post",
+        path: "/v1/runs/{run_id}/resume",
+        operation_id: "answerQuestion",
+        summary: "Answer the run's open question (`question` event of the built-in ask_user \
+                  tool): the answer is the tool's result; 409 when no longer open",
+        request: Some(schema::<questions::Answer>),
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(questions::resume),
+    },
+    Route {
+        method: "get",
         path: "/v1/approvals/{approval_id}",
-        summary: "Decide a pending approval: approve (the tool runs) or deny; 409 when decided",
+        operation_id: "getApproval",
+        summary: "One approval in any state: what the model asked (`args`), what ran \
+                  (`approved_args`), who decided, when and why",
+        request: None,
+        answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(approvals::get_one).post(approvals::decide),
+    },
+    Route {
+        method: "post",
+        path: "/v1/approvals/{approval_id}",
+        operation_id: "decideApproval",
+        summary: "Decide a pending approval: approve (the tool runs, with edited `args` if \
+                  given) or deny; 409 when no longer pending",
         request: Some(schema::<approvals::Decision>),
         answer: Answer::Json(200, schema::<crate::approvals::ApprovalView>),
         needs_bridge: false,
         write: true,
-        handler: || post(approvals::decide),
+        handler: || get(approvals::get_one).post(approvals::decide),
+    },
+    Route {
+        method: "post",
+        path: "/v1/runs/{run_id}/stream-token",
+        operation_id: "createStreamToken",
+        summary: "A short-lived, read-only token for this run's stream only, for a browser's \
+                  EventSource: GET /v1/runs/{run_id}/stream?access_token=<token>",
+        request: None,
+        answer: Answer::Json(200, schema::<runs::StreamToken>),
+        needs_bridge: false,
+        write: false,
+        handler: || post(runs::stream_token),
     },
     Route {
         method: "post",
         path: "/v1/runs/{run_id}/cancel",
+        operation_id: "cancelRun",
         summary: "Cancel a run (CancelRun on the bridge)",
         request: None,
         answer: Answer::Accepted,
@@ -151,7 +212,37 @@ pub const ROUTES: &[Route] = &[
         write: true,
         handler: || post(runs::cancel),
     },
+    Route {
+        method: "post",
+        path: "/v1/sessions/{session_id}/fork",
+        operation_id: "forkSession",
+        summary: "Fork a session after or before one of its finished runs: a new session with \
+                  its own copy of that conversation; 409 for a run not ended or blobs missing",
+        request: Some(schema::<fork::NewFork>),
+        answer: Answer::Json(201, schema::<fork::Forked>),
+        needs_bridge: false,
+        write: true,
+        handler: || post(fork::fork),
+    },
+    Route {
+        method: "post",
+        path: "/v1/runs/{run_id}/retry",
+        operation_id: "retryRun",
+        summary: "Fork before a finished run and send its input again (or `text`); streams the \
+                  new run, whose session is in the `callbackd-session-id` header",
+        request: Some(schema::<fork::Retry>),
+        answer: Answer::Stream,
+        needs_bridge: true,
+        write: true,
+        handler: || post(fork::retry),
+    },
 ];
+
+impl Route {
+    fn answer_streams(&self) -> bool {
+        matches!(self.answer, Answer::Stream)
+    }
+}
 
 /// The paths the router registers (a path with two methods is listed twice in [`ROUTES`]).
 pub fn paths() -> Vec<&'static str> {
@@ -209,8 +300,16 @@ pub fn document() -> Value {
     let mut paths = Map::new();
     for r in ROUTES {
         let mut op = Map::new();
+        op.insert("operationId".into(), json!(r.operation_id));
         op.insert("summary".into(), json!(r.summary));
-        op.insert("security".into(), json!([{"bearer": []}]));
+        if r.path.ends_with("/stream") && r.method == "get" {
+            op.insert(
+                "security".into(),
+                json!([{"bearer": []}, {"streamToken": []}]),
+            );
+        } else {
+            op.insert("security".into(), json!([{"bearer": []}]));
+        }
         let params: Vec<Value> = r
             .path
             .split('/')
@@ -218,8 +317,17 @@ pub fn document() -> Value {
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .chain(
                 (r.path.ends_with("/stream") || r.path.ends_with("/events"))
-                    .then(|| json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0}})),
+                    .then(|| json!({"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+                        "description": "send the durable events with a larger seq"})),
             )
+            .chain((r.path.ends_with("/stream") && r.method == "get").then(|| {
+                json!({"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer", "minimum": 0, "maximum": u64::MAX},
+                    "description": "what an EventSource sends on reconnect; the larger of it and `after` wins"})
+            }))
+            .chain((r.method == "get" && (r.path == "/v1/sessions" || r.path.ends_with("/runs"))).then(|| {
+                json!({"name": "cursor", "in": "query", "schema": {"type": "string"},
+                    "description": "the `next_cursor` of the previous page"})
+            }))
             .chain(
                 (r.path.ends_with("/events")
                     || (r.method == "get" && r.path.ends_with("s") && !r.path.ends_with("approvals")))
@@ -248,8 +356,12 @@ pub fn document() -> Value {
             Answer::Stream => {
                 responses.insert(
                     "200".into(),
-                    json!({"description": "Server-Sent Events: `id: <seq>` on durable events, `data: <StreamEvent>`",
-                           "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/StreamEvent"}}}}),
+                    json!({"description": "Server-Sent Events: the first block starts with `retry: <api.retry_ms>`; \
+                            each event is `id: <seq>` (durable events only) and `data: <StreamEvent JSON>`; \
+                            `: keepalive` comments in between",
+                           "content": {"text/event-stream": {
+                               "schema": {"type": "string"},
+                               "x-sse-event": {"$ref": "#/components/schemas/StreamEvent"}}}}),
                 );
                 responses.insert(
                     "204".into(),
@@ -276,6 +388,30 @@ pub fn document() -> Value {
             );
         }
         responses.insert("404".into(), problem_response(&problem, "not_found"));
+        if let Some(why) = conflict(r) {
+            responses.insert("409".into(), problem_response(&problem, why));
+        }
+        responses.insert(
+            "405".into(),
+            problem_response(&problem, "method_not_allowed"),
+        );
+        if r.answer_streams()
+            || r.method == "post" && (r.path == "/v1/sessions" || r.path.ends_with("/fork"))
+        {
+            responses.insert(
+                "429".into(),
+                problem_response(
+                    &problem,
+                    "resource_exhausted: api.max_streams streams are open, or a quota is reached",
+                ),
+            );
+        }
+        if r.request.is_some() {
+            responses.insert(
+                "413".into(),
+                problem_response(&problem, "payload_too_large: over api.max_body_bytes"),
+            );
+        }
         if r.needs_bridge {
             responses.insert(
                 "501".into(),
@@ -297,15 +433,63 @@ pub fn document() -> Value {
         .into_iter()
         .collect::<Map<String, Value>>();
     schemas.insert("StreamEvent".into(), stream);
+    paths.insert(
+        "/v1/openapi.json".into(),
+        json!({"get": {
+            "operationId": "getOpenApi",
+            "summary": "This document (no token needed)",
+            "security": [],
+            "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}},
+        }}),
+    );
+    paths.insert(
+        "/v1/whoami".into(),
+        json!({"get": {
+            "operationId": "whoami",
+            "summary": "The caller's namespace and role (`write` or `read`)",
+            "security": [{"bearer": []}],
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["namespace", "role"],
+                    "properties": {"namespace": {"type": "string"}, "role": {"enum": ["write", "read"]}}}}}},
+                "401": problem_response(&problem, "unauthenticated"),
+            },
+        }}),
+    );
     json!({
         "openapi": "3.1.0",
         "info": {"title": "callbackd run API", "version": env!("CARGO_PKG_VERSION")},
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer",
+                    "description": "the API token, or the read-only one (api.read_token)"},
+                "streamToken": {"type": "apiKey", "in": "query", "name": "access_token",
+                    "description": "a stream token from POST /v1/runs/{run_id}/stream-token: that run's stream only"},
+            },
         },
     })
+}
+
+/// What a `409 failed_precondition` of route `r` means, if it can answer one.
+fn conflict(r: &Route) -> Option<&'static str> {
+    match (r.method, r.path) {
+        ("post", "/v1/runs/{run_id}/cancel") => {
+            Some("failed_precondition: the run has already ended")
+        }
+        ("post", "/v1/sessions/{session_id}/messages") => {
+            Some("failed_precondition: the session has an active run")
+        }
+        ("post", "/v1/approvals/{approval_id}") => {
+            Some("failed_precondition: the approval was already decided or expired")
+        }
+        ("post", "/v1/sessions/{session_id}/fork") | ("post", "/v1/runs/{run_id}/retry") => Some(
+            "failed_precondition: the run has not ended, or a checkpoint blob is missing or \
+             corrupted (named)",
+        ),
+        _ => None,
+    }
 }
 
 fn problem_response(problem: &Value, what: &str) -> Value {

@@ -15,6 +15,8 @@ pub enum ProblemCode {
     PermissionDenied,
     NotFound,
     InvalidArgument,
+    /// 405: the path exists, the method does not (the `Allow` header lists the ones that do).
+    MethodNotAllowed,
     /// 409: the request conflicts with the run's state (a message while a run is active, a
     /// cancel of a terminal run). Not in the spec's list; the choice is in the README.
     FailedPrecondition,
@@ -35,6 +37,7 @@ impl ProblemCode {
             ProblemCode::PermissionDenied => StatusCode::FORBIDDEN,
             ProblemCode::NotFound => StatusCode::NOT_FOUND,
             ProblemCode::InvalidArgument => StatusCode::BAD_REQUEST,
+            ProblemCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ProblemCode::FailedPrecondition => StatusCode::CONFLICT,
             ProblemCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ProblemCode::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
@@ -51,6 +54,7 @@ impl ProblemCode {
             ProblemCode::PermissionDenied => "permission_denied",
             ProblemCode::NotFound => "not_found",
             ProblemCode::InvalidArgument => "invalid_argument",
+            ProblemCode::MethodNotAllowed => "method_not_allowed",
             ProblemCode::FailedPrecondition => "failed_precondition",
             ProblemCode::PayloadTooLarge => "payload_too_large",
             ProblemCode::ResourceExhausted => "resource_exhausted",
@@ -61,11 +65,12 @@ impl ProblemCode {
         }
     }
 
-    pub const ALL: [ProblemCode; 11] = [
+    pub const ALL: [ProblemCode; 12] = [
         ProblemCode::Unauthenticated,
         ProblemCode::PermissionDenied,
         ProblemCode::NotFound,
         ProblemCode::InvalidArgument,
+        ProblemCode::MethodNotAllowed,
         ProblemCode::FailedPrecondition,
         ProblemCode::PayloadTooLarge,
         ProblemCode::ResourceExhausted,

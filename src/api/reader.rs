@@ -22,6 +22,28 @@ pub struct Session {
     pub active_run_id: Option<String>,
     pub created_at: Option<String>,
     pub updated_at: Option<String>,
+    /// Where the session was forked from (`POST /v1/sessions/{id}/fork`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a forked session came from.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    pub run_id: String,
+    /// `after` or `before`.
+    pub at: String,
+}
+
+impl ForkedFrom {
+    pub fn of(rec: &crate::store::forks::ForkRecord) -> ForkedFrom {
+        ForkedFrom {
+            session_id: rec.source_agent_id.clone(),
+            run_id: rec.source_run_id.clone(),
+            at: rec.at.clone(),
+        }
+    }
 }
 
 /// A run, as the API shows it.
@@ -30,15 +52,20 @@ pub struct RunSummary {
     pub run_id: String,
     pub session_id: String,
     pub turn_number: Option<u64>,
+    #[schemars(with = "super::schema::RunStatus")]
     pub status: String,
     pub model: Option<String>,
     pub created_at: Option<String>,
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub last_seq: u64,
+    #[schemars(with = "Option<super::schema::Usage>")]
     pub usage: Value,
     pub output: Option<String>,
     pub error: Option<Problem>,
+    /// The user message that started the run (truncated in lists); `null` when callbackd
+    /// has none recorded (a run started by another client than the run API).
+    pub input: Option<super::events::RunInput>,
 }
 
 fn time_of(doc: &Value, key: &str) -> Option<String> {
@@ -66,6 +93,7 @@ impl Session {
             active_run_id: str_of(doc, "activeRunId"),
             created_at: time_of(doc, "createdAt"),
             updated_at: time_of(doc, "updatedAt"),
+            forked_from: None,
         }
     }
 }
@@ -88,6 +116,7 @@ impl RunSummary {
             usage: doc.get("usage").cloned().unwrap_or(Value::Null),
             output: str_of(doc, "result"),
             error: str_of(doc, "error").map(|e| run_problem(Some(&e))),
+            input: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::bridge::bridge_problem;
+use super::events::Durable;
 use super::feed::{FeedError, RunCtx};
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
@@ -45,7 +46,7 @@ pub struct RunState {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct EventPage {
     /// Each exactly the `data:` the stream sends for it.
-    #[schemars(with = "Vec<Value>")]
+    #[schemars(with = "Vec<super::schema::StreamEventRef>")]
     pub events: Vec<Box<serde_json::value::RawValue>>,
     pub next_after: Option<u64>,
 }
@@ -77,20 +78,82 @@ fn view(r: &ToolCallRecord, run_doc: &Value) -> ToolCallView {
 }
 
 /// A run's summary. The bridge stores the terminal event 10-60 ms before it updates the run
-/// document: in that window the summary answers what the stream already said.
+/// document: in that window the summary answers what the stream already said. With `exact`
+/// (`GET /v1/runs/{run_id}`), `output`, `usage` and `error` are those of the stream's own
+/// terminal event (`completed` or `error`), made by the same mapper from the same stored
+/// events, so the state and the stream agree whatever the document holds (cursor-sdk 1.1.0
+/// sets `result` late, and stores only an error code in `error`). Without it (lists), the
+/// status and error come from the last stored event and the rest from the document.
 pub async fn summary(
     state: &ApiState,
     ns: &Namespace,
     doc: &Value,
     pos: crate::store::records::RunPositions,
+    exact: bool,
 ) -> Result<RunSummary, Problem> {
     let mut run = RunSummary::from_doc(doc, pos.last_seq);
-    if !is_terminal(doc) {
-        if let Some(status) = stored_end(state, ns, &run.run_id, pos).await? {
-            run.status = status;
+    run.input = state
+        .records()
+        .run_inputs(ns, std::slice::from_ref(&run.run_id))
+        .await?
+        .remove(&run.run_id)
+        .map(super::events::RunInput::whole);
+    let Some(last) = last_event(state, ns, &run.run_id, pos).await? else {
+        return Ok(run);
+    };
+    let Some(status) = terminal_status(&last) else {
+        return Ok(run);
+    };
+    run.status = status;
+    let end = if exact {
+        let ctx = RunCtx {
+            state,
+            ns,
+            run_id: &run.run_id,
+            run_doc: doc,
+        };
+        match ctx.mapper_at(last.seq - 1).await {
+            Ok(mut own) if own.at == last.seq - 1 => own.mapper.map(&last),
+            // A hole before the end: what the stream would say is a stream_gap.
+            _ => return Ok(run),
         }
+    } else {
+        // The terminal event alone: its problem, or nothing new.
+        super::events::RunMapper::new(doc, Vec::new()).map(&last)
+    };
+    match end {
+        Durable::Completed { usage, output, .. } => {
+            run.error = None;
+            if exact {
+                run.output = output;
+                run.usage = usage;
+            }
+        }
+        Durable::Error { problem, usage, .. } => {
+            run.error = Some(problem);
+            run.output = None;
+            if exact {
+                run.usage = usage;
+            }
+        }
+        _ => {}
     }
     Ok(run)
+}
+
+/// The run's last stored event, unless it was removed by retention.
+async fn last_event(
+    state: &ApiState,
+    ns: &Namespace,
+    id: &str,
+    pos: crate::store::records::RunPositions,
+) -> Result<Option<super::events::StoredEvent>, Problem> {
+    if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
+        return Ok(None);
+    }
+    let reader = state.reader(ns);
+    let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
+    Ok(last.into_iter().next().filter(|ev| ev.seq == pos.last_seq))
 }
 
 /// The status of the run's last stored event when that is its terminal one (`finished`,
@@ -101,12 +164,10 @@ pub async fn stored_end(
     id: &str,
     pos: crate::store::records::RunPositions,
 ) -> Result<Option<String>, Problem> {
-    if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
-        return Ok(None);
-    }
-    let reader = state.reader(ns);
-    let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
-    Ok(last.first().and_then(terminal_status))
+    Ok(last_event(state, ns, id, pos)
+        .await?
+        .as_ref()
+        .and_then(terminal_status))
 }
 
 /// The run status a stored terminal `status` event stands for.
@@ -142,7 +203,7 @@ pub async fn get_one(
     let doc = run_doc(&state, &caller.ns, &id).await?;
     let pos = state.records().run_positions(&caller.ns, &id).await?;
     let calls = state.records().tool_calls_of_run(&caller.ns, &id).await?;
-    let run = summary(&state, &caller.ns, &doc, pos).await?;
+    let run = summary(&state, &caller.ns, &doc, pos, true).await?;
     Ok(json_response(
         StatusCode::OK,
         &RunState {
@@ -239,10 +300,7 @@ pub async fn open(
     id: String,
     doc: Value,
     after: u64,
-    tokens: Option<(
-        tokio::sync::mpsc::Receiver<String>,
-        super::live_tokens::Relay,
-    )>,
+    tokens: Option<super::live_tokens::Relay>,
     conn: Option<ConnSlot>,
 ) -> Result<Response, Problem> {
     let ns = caller.ns.clone();
@@ -296,6 +354,16 @@ pub async fn cancel(
         .get("agentId")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    // Its held calls first: a cancelled run's tool call never runs, whatever a person
+    // decides next (the record says so before the bridge hears of the cancellation).
+    state
+        .approvals()
+        .cancel_run(
+            &caller.ns,
+            &id,
+            &format!("its run {id} was cancelled (POST /v1/runs/{id}/cancel)"),
+        )
+        .await;
     bridge
         .cancel_run(&id, agent)
         .await
@@ -306,4 +374,32 @@ pub async fn cancel(
         json!({"run_id": id, "status": "cancelling"}).to_string(),
     )
         .into_response())
+}
+
+/// `POST /v1/runs/{run_id}/stream-token`: a short-lived, read-only credential for this run's
+/// stream, for a browser's `EventSource` (which cannot send headers).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct StreamToken {
+    /// Send it as `GET /v1/runs/{run_id}/stream?access_token=<token>`; nothing else takes it.
+    pub token: String,
+    /// When it stops opening streams (RFC 3339 UTC); a stream already open is not cut.
+    pub expires_at: String,
+}
+
+pub async fn stream_token(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, Problem> {
+    run_doc(&state, &caller.ns, &id).await?;
+    let ttl = i64::try_from(state.config().stream_token_ttl_ms).unwrap_or(i64::MAX / 2);
+    let expires = crate::clock::now_ms().saturating_add(ttl);
+    let token = super::stream_token::issue(caller.grant_digest(), &caller.ns, &id, expires);
+    Ok(json_response(
+        StatusCode::OK,
+        &StreamToken {
+            token,
+            expires_at: rfc3339_ms(expires),
+        },
+    ))
 }

@@ -87,6 +87,25 @@ pub fn declarations(
     Ok((Value::Object(out), names))
 }
 
+/// A session's workspace must be a directory the (local) bridge can work in: refused here
+/// with its name, rather than accepted and failing later inside the bridge.
+fn check_cwd(cwd: &str) -> Result<(), Problem> {
+    let path = std::path::Path::new(cwd);
+    if !path.is_absolute() {
+        return Err(Problem::invalid(format!(
+            "cwd {cwd:?} is not an absolute path"
+        )));
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Problem::invalid(format!("cwd {cwd:?} is not a directory"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Problem::invalid(format!("cwd {cwd:?} does not exist")))
+        }
+        Err(e) => Err(Problem::invalid(format!("cwd {cwd:?} cannot be read: {e}"))),
+    }
+}
+
 pub async fn create(
     State(state): State<ApiState>,
     caller: Caller,
@@ -96,6 +115,9 @@ pub async fn create(
     let bridge = state.bridge(&caller.ns).get()?;
     let (tools, names) = declarations(&state, &caller.ns, body.tools.as_deref())?;
     let model = body.model.unwrap_or_else(|| bridge.default_model.clone());
+    if let Some(cwd) = &body.cwd {
+        check_cwd(cwd)?;
+    }
     let cwd = match body.cwd.or_else(|| bridge.default_cwd.clone()) {
         Some(cwd) => cwd,
         None => {
@@ -165,11 +187,23 @@ pub async fn get_one(
 ) -> Result<Response, Problem> {
     let reader = state.reader(&caller.ns);
     let doc = reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
-    let model = reader.latest_model(&id).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &Session::from_doc(&doc, model),
-    ))
+    let fork = state
+        .store()
+        .clone()
+        .fork_records()
+        .fork_of(&caller.ns, &id)
+        .await?;
+    let model = match reader.latest_model(&id).await? {
+        Some(m) => Some(m),
+        // A fork without runs of its own has its source's model.
+        None => fork
+            .as_ref()
+            .map(|f| f.model.clone())
+            .filter(|m| !m.is_empty()),
+    };
+    let mut session = Session::from_doc(&doc, model);
+    session.forked_from = fork.as_ref().map(super::reader::ForkedFrom::of);
+    Ok(json_response(StatusCode::OK, &session))
 }
 
 pub async fn runs(
@@ -195,7 +229,10 @@ pub async fn runs(
     for doc in &page.items {
         let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
         let pos = state.records().run_positions(&caller.ns, run_id).await?;
-        runs.push(super::runs::summary(&state, &caller.ns, doc, pos).await?);
+        let mut run = super::runs::summary(&state, &caller.ns, doc, pos, false).await?;
+        // A list shows the start of each input; the run's own state has it whole.
+        run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
+        runs.push(run);
     }
     Ok(json_response(
         StatusCode::OK,
@@ -208,4 +245,30 @@ pub async fn runs(
 
 pub fn no_session(id: &str) -> Problem {
     Problem::not_found(format!("no session {id:?} (GET /v1/sessions lists them)"))
+}
+
+#[cfg(test)]
+mod cwd_tests {
+    use super::check_cwd;
+
+    #[test]
+    fn a_missing_relative_or_file_cwd_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(check_cwd(dir.path().to_str().unwrap()).is_ok());
+        for (cwd, why) in [
+            ("/does/not/exist".to_string(), "does not exist"),
+            (file.display().to_string(), "is not a directory"),
+            ("relative/dir".to_string(), "is not an absolute path"),
+        ] {
+            let p = check_cwd(&cwd).unwrap_err();
+            assert_eq!(p.status, 400);
+            assert!(
+                p.detail.contains(&cwd) && p.detail.contains(why),
+                "{}",
+                p.detail
+            );
+        }
+    }
 }

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use super::events::{event_json, Control};
 use super::feed::{FeedError, Private, RunCtx};
-use super::live_tokens::Relay;
+use super::live_tokens::{Fragment, Relay};
 use super::reader::{is_terminal, Reader};
 use super::ApiState;
 use crate::clock::now_ms;
@@ -50,8 +50,8 @@ pub struct StreamPlan {
     pub run_doc: Value,
     /// Send durable events with a larger seq.
     pub after: u64,
-    /// `POST .../messages`: the text fragments the bridge streams, and their count.
-    pub tokens: Option<(mpsc::Receiver<String>, Relay)>,
+    /// `POST .../messages`: the text fragments the bridge streams, counted.
+    pub tokens: Option<Relay>,
     /// The stream's place under `api.max_streams`, held until the stream's task ends.
     #[allow(dead_code)]
     pub permit: OwnedSemaphorePermit,
@@ -70,6 +70,7 @@ pub fn respond(state: ApiState, plan: StreamPlan) -> Response {
         let mut out = Out {
             tx,
             slow: Duration::from_millis(state.config().slow_reader_ms),
+            retry: Some(state.config().retry_ms),
         };
         let run_id = plan.run_id.clone();
         let caller = plan.caller.clone();
@@ -128,6 +129,10 @@ struct Stop;
 struct Out {
     tx: mpsc::Sender<Bytes>,
     slow: Duration,
+    /// `api.retry_ms`, until the first write: every stream starts with an SSE `retry:`
+    /// field (in its first block), so a browser's `EventSource` waits that long before it
+    /// reconnects, not its own default.
+    retry: Option<u64>,
 }
 
 impl Out {
@@ -136,6 +141,14 @@ impl Out {
     }
 
     async fn bytes(&mut self, frame: Bytes) -> Result<(), Stop> {
+        let frame = match self.retry.take() {
+            Some(ms) if !frame.starts_with(b"retry:") => {
+                let mut first = bytes::BytesMut::from(format!("retry: {ms}\n").as_bytes());
+                first.extend_from_slice(&frame);
+                first.freeze()
+            }
+            _ => frame,
+        };
         match self.tx.send_timeout(frame, self.slow).await {
             Ok(()) => Ok(()),
             Err(_) => Err(Stop),
@@ -148,11 +161,7 @@ fn control_frame(event: &Control, run_id: &str, seq: u64) -> String {
 }
 
 async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<(), Stop> {
-    let (mut fragments, relay) = match plan.tokens.take() {
-        Some((rx, relay)) => (Some(rx), Some(relay)),
-        None => (None, None),
-    };
-    let mut tokens = relay.as_ref();
+    let mut relay = plan.tokens.take();
     let plan = &plan;
     let reader = state.reader(&plan.ns);
     let run_id = plan.run_id.as_str();
@@ -174,12 +183,8 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
     // Approvals are state, not events: the pending ones of the run on every (re)connect.
     let mut approvals = state.approvals().subscribe();
     for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
-        out.frame(control_frame(
-            &Control::ApprovalRequired { approval },
-            run_id,
-            pos,
-        ))
-        .await?;
+        out.frame(control_frame(&required_control(approval), run_id, pos))
+            .await?;
     }
     // The last seq a notification named since the last store read (`None`: read anyway).
     let mut known: Option<u64> = None;
@@ -201,20 +206,28 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             if frames.is_empty() {
                 break;
             }
-            if let Some(frags) = fragments.as_mut() {
-                drain_tokens(out, frags, tokens, run_id, pos).await?;
-            }
             // Everything available now goes out as one write: a follower woken once for many
             // appends (the wake-ups coalesce under load) costs one syscall, not one each.
             let mut batch =
                 bytes::BytesMut::with_capacity(frames.iter().map(|f| f.bytes.len()).sum());
             let mut ended = false;
             for frame in frames {
+                if let Some(relay) = relay.as_mut() {
+                    // The tokens a snapshot replaces go before it, whoever sealed it.
+                    for f in relay.before_frame(frame.seq) {
+                        batch.extend_from_slice(token_frame(&f, run_id, pos).as_bytes());
+                    }
+                }
                 batch.extend_from_slice(&frame.bytes);
                 pos = frame.seq;
                 if frame.terminal {
                     ended = true;
                     break;
+                }
+            }
+            if let (Some(relay), false) = (relay.as_mut(), ended) {
+                for f in relay.sendable() {
+                    batch.extend_from_slice(token_frame(&f, run_id, pos).as_bytes());
                 }
             }
             out.bytes(batch.freeze()).await?;
@@ -262,10 +275,11 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                     }
                     break;
                 }
-                fragment = recv_fragment(&mut fragments) => {
-                    match fragment {
-                        Some(text) => send_token(out, tokens, run_id, pos, &text).await?,
-                        None => { fragments = None; tokens = None; }
+                () = received(relay.as_ref()) => {
+                    if let Some(relay) = relay.as_mut() {
+                        for f in relay.sendable() {
+                            out.frame(token_frame(&f, run_id, pos)).await?;
+                        }
                     }
                 }
                 () = tokio::time::sleep_until(keepalive_at.min(fallback_at)) => {
@@ -292,7 +306,7 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         for approval in state.approvals().pending_of_run(&plan.ns, run_id).await {
-                            out.frame(control_frame(&Control::ApprovalRequired { approval }, run_id, pos))
+                            out.frame(control_frame(&required_control(approval), run_id, pos))
                                 .await?;
                         }
                     }
@@ -325,60 +339,73 @@ async fn doc_terminal(reader: &Reader<'_>, run_id: &str) -> bool {
         .is_some_and(|d| is_terminal(&d))
 }
 
+/// A held call as the stream shows it: an `ask_user` call is a `question`, any other an
+/// `approval_required`.
+fn required_control(approval: crate::approvals::ApprovalView) -> Control {
+    if approval.tool == crate::tools::builtin::ask_user::NAME {
+        return Control::Question {
+            question: super::events::QuestionView {
+                text: approval
+                    .args
+                    .get("question")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                options: approval
+                    .args
+                    .get("options")
+                    .and_then(serde_json::Value::as_array)
+                    .map(|o| {
+                        o.iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                id: approval.id,
+                expires_at: approval.expires_at,
+            },
+        };
+    }
+    Control::ApprovalRequired {
+        approval: Box::new(approval),
+    }
+}
+
 fn approval_control(event: crate::approvals::ApprovalEvent) -> Control {
     match event {
-        crate::approvals::ApprovalEvent::Required { approval, .. } => {
-            Control::ApprovalRequired { approval }
-        }
+        crate::approvals::ApprovalEvent::Required { approval, .. } => required_control(*approval),
         crate::approvals::ApprovalEvent::Resolved {
             approval_id,
             decision,
             by,
             reason,
+            edited,
             ..
         } => Control::ApprovalResolved {
             approval_id,
             decision,
             by,
             reason,
+            edited,
         },
     }
 }
 
-async fn recv_fragment(rx: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
-    match rx {
-        Some(rx) => rx.recv().await,
+/// Resolves when the relay received fragments; never without a relay.
+async fn received(relay: Option<&Relay>) {
+    match relay {
+        Some(relay) => relay.received().await,
         None => std::future::pending().await,
     }
 }
 
-async fn drain_tokens(
-    out: &mut Out,
-    rx: &mut mpsc::Receiver<String>,
-    relay: Option<&Relay>,
-    run_id: &str,
-    pos: u64,
-) -> Result<(), Stop> {
-    while let Ok(text) = rx.try_recv() {
-        send_token(out, relay, run_id, pos, &text).await?;
-    }
-    Ok(())
-}
-
-async fn send_token(
-    out: &mut Out,
-    relay: Option<&Relay>,
-    run_id: &str,
-    pos: u64,
-    text: &str,
-) -> Result<(), Stop> {
-    let Some(relay) = relay else { return Ok(()) };
-    let delta = relay.fragment();
+/// A `token` event: `seq` is the last durable seq sent before it.
+fn token_frame(f: &Fragment, run_id: &str, pos: u64) -> String {
     let token = Control::Token {
-        text: text.to_string(),
-        delta,
+        text: f.text.clone(),
+        delta: f.delta,
     };
-    out.frame(control_frame(&token, run_id, pos)).await
+    control_frame(&token, run_id, pos)
 }
 
 async fn gap(out: &mut Out, run_id: &str, pos: u64, reason: &str) -> Result<(), Stop> {

@@ -187,13 +187,24 @@ impl App {
                 self.api.metrics().clone(),
             )
         });
+        let sweeper = self.api.approvals().spawn_sweeper();
         let api = self.api.clone();
         let shutdown = async move {
             shutdown.await;
+            // Held calls first: the bridge gets their answers (cancelled, never run) and
+            // can stop, and the record says why before anything else goes.
+            let n = api.approvals().cancel_held("callbackd is stopping").await;
+            if n > 0 {
+                tracing::info!(
+                    approvals = n,
+                    "held tool calls were cancelled: callbackd is stopping"
+                );
+            }
             // Open streams end with `reconnect` now instead of holding the drain period.
             api.close_streams();
         };
         server::serve(self.listener, self.router, self.limits, shutdown).await;
+        sweeper.abort();
         if let Some(task) = retention {
             task.abort();
         }
@@ -259,19 +270,19 @@ impl AppBuilder {
         let store = config.store.backend().open().await?;
         let records: Arc<dyn RunRecords> = store.clone().run_records();
         let approval_records = store.clone().approval_records();
-        // A held call cannot outlive the daemon it waited in: its bridge connection is gone.
-        match approval_records
-            .cancel_pending_approvals("callbackd stopped while the approval was pending")
-            .await
-        {
+        // A held call cannot outlive the daemon it waited in: approvals whose daemon is
+        // gone (its lease ran out) are cancelled; those of live daemons sharing the database
+        // stay theirs.
+        let approvals =
+            crate::approvals::Approvals::with_store(approval_records, Some(store.clone()));
+        match approvals.sweep().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
                 approvals = n,
-                "pending approvals of the last run of callbackd were cancelled"
+                "pending approvals of a daemon that stopped were cancelled"
             ),
             Err(e) => tracing::warn!(error = %e, "cannot cancel stale approvals"),
         }
-        let approvals = crate::approvals::Approvals::new(approval_records);
         match records.interrupt_running_tool_calls().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
@@ -329,6 +340,7 @@ impl AppBuilder {
             tools: tools.clone(),
             metrics: metrics.clone(),
             approvals,
+            quotas: quotas.clone(),
         });
         let retention = match config.retention.max_age()? {
             Some(age) => Some((

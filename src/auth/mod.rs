@@ -30,6 +30,11 @@ impl TokenDigest {
     pub fn of(token: &[u8]) -> Self {
         TokenDigest(Sha256::digest(token).into())
     }
+
+    /// The digest's bytes (a key derived from them signs the run API's stream tokens).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
 }
 
 impl std::fmt::Debug for TokenDigest {
@@ -108,6 +113,15 @@ impl TokenSet {
     /// Whether the token of `digest` still grants `ns` (after a reload).
     pub fn still_grants(&self, digest: &TokenDigest, ns: &Namespace) -> bool {
         self.current().get(digest) == Some(ns)
+    }
+
+    /// The digests of the tokens that grant `ns` now.
+    pub fn digests_of(&self, ns: &Namespace) -> Vec<TokenDigest> {
+        self.current()
+            .iter()
+            .filter(|(_, n)| *n == ns)
+            .map(|(d, _)| *d)
+            .collect()
     }
 
     /// Changes with every [`replace`](Self::replace).

@@ -141,6 +141,15 @@ impl BridgeClient {
             .await
     }
 
+    /// `SdkBridgeControlService/Ping`: the bridge accepts RPCs (`callbackd run` waits for it
+    /// before it says it is ready).
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.client
+            .unary("/sdk.v1.SdkBridgeControlService/Ping", &json!({}))
+            .await
+            .map(drop)
+    }
+
     /// `CancelRun`.
     pub async fn cancel_run(&self, run_id: &str, agent_id: &str) -> Result<(), ClientError> {
         self.client

@@ -1,33 +1,37 @@
 //! The client commands' glue: resolve the URL and the token, call, print.
 //!
-//! URL: `--url`, else `CALLBACKD_URL`, else the configured listen address. Token: `--token`,
+//! URL: `--url`, else `CALLBACKD_URL`, else a listen address the user chose, else a running
+//! daemon's runtime file, else the default listen address (`discover`). Token: `--token`,
 //! else `CALLBACKD_API_TOKEN`, else (with `--namespace N`) N's `api_token` in the
 //! configuration, else `[api] token` / `token_file` of the configuration, else
 //! `api_token` in the tokens file the daemon generated next to its database. Output: one line per item; `--json` prints the API's own JSON, one object
 //! per line.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 
 use anyhow::Context;
 use serde_json::Value;
 
+use super::discover::connect;
 use super::follow::{encode, follow, FollowError, FollowOptions, Followed, Sink};
 use super::http::ApiClient;
 use super::render::{self, Style};
-use crate::cli::{ApprovalsArgs, ClientArgs, DecideArgs, FollowArgs, RunsArgs, SessionsArgs};
-use crate::config::Config;
+use crate::cli::{ApprovalsArgs, DecideArgs, FollowArgs, RunsArgs, SessionsArgs};
 
 /// `callbackd follow RUN_ID`. Exit status: 0 when the run finished, 1 otherwise.
 pub fn follow_command(args: &FollowArgs) -> anyhow::Result<()> {
-    let client = client(&args.client)?;
+    let (client, origin) = connect(&args.client)?;
+    follow_with(args, &client).map_err(|e| origin.explain(e))
+}
+
+fn follow_with(args: &FollowArgs, client: &ApiClient) -> anyhow::Result<()> {
     let mut out = Printer::new(args.client.json);
     let opts = FollowOptions {
         after: args.after,
         ..FollowOptions::default()
     };
     let rt = runtime()?;
-    let (outcome, last) = match rt.block_on(follow(&client, &args.run_id, &opts, &mut out)) {
+    let (outcome, last) = match rt.block_on(follow(client, &args.run_id, &opts, &mut out)) {
         Ok(done) => done,
         // `callbackd follow RUN | head`: the reader has all it wanted.
         Err(FollowError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
@@ -66,24 +70,30 @@ pub fn follow_command(args: &FollowArgs) -> anyhow::Result<()> {
 
 /// `callbackd sessions`: newest first.
 pub fn sessions_command(args: &SessionsArgs) -> anyhow::Result<()> {
-    let client = client(&args.client)?;
+    let (client, origin) = connect(&args.client)?;
+    sessions_with(args, &client).map_err(|e| origin.explain(e))
+}
+
+fn sessions_with(args: &SessionsArgs, client: &ApiClient) -> anyhow::Result<()> {
     let rt = runtime()?;
     let mut out = std::io::stdout().lock();
     let mut cursor = args.cursor.clone();
     let mut shown = 0usize;
-    if !args.client.json {
-        writeln!(
-            out,
-            "{:<38} {:<9} {:<14} {:<20} WORKSPACE",
-            "SESSION", "STATUS", "MODEL", "LAST ACTIVITY"
-        )?;
-    }
+    let mut header = !args.client.json;
     loop {
         let mut path = format!("/v1/sessions?limit={}", args.limit);
         if let Some(c) = &cursor {
             path.push_str(&format!("&cursor={}", encode(c)));
         }
         let page = rt.block_on(client.get(&path))?;
+        // Only once the daemon answered: an error never sits under an empty table.
+        if std::mem::take(&mut header) {
+            writeln!(
+                out,
+                "{:<38} {:<9} {:<14} {:<20} WORKSPACE",
+                "SESSION", "STATUS", "MODEL", "LAST ACTIVITY"
+            )?;
+        }
         for s in page
             .get("sessions")
             .and_then(Value::as_array)
@@ -136,16 +146,14 @@ pub fn sessions_command(args: &SessionsArgs) -> anyhow::Result<()> {
 
 /// `callbackd runs SESSION`: every run of the session, in turn order.
 pub fn runs_command(args: &RunsArgs) -> anyhow::Result<()> {
-    let client = client(&args.client)?;
+    let (client, origin) = connect(&args.client)?;
+    runs_with(args, &client).map_err(|e| origin.explain(e))
+}
+
+fn runs_with(args: &RunsArgs, client: &ApiClient) -> anyhow::Result<()> {
     let rt = runtime()?;
     let mut out = std::io::stdout().lock();
-    if !args.client.json {
-        writeln!(
-            out,
-            "{:<38} {:>4} {:<9} {:<20} {:>6} OUTPUT",
-            "RUN", "TURN", "STATUS", "STARTED", "EVENTS"
-        )?;
-    }
+    let mut header = !args.client.json;
     let mut cursor: Option<String> = None;
     loop {
         let mut path = format!("/v1/sessions/{}/runs?limit=100", encode(&args.session_id));
@@ -153,6 +161,13 @@ pub fn runs_command(args: &RunsArgs) -> anyhow::Result<()> {
             path.push_str(&format!("&cursor={}", encode(c)));
         }
         let page = rt.block_on(client.get(&path))?;
+        if std::mem::take(&mut header) {
+            writeln!(
+                out,
+                "{:<38} {:>4} {:<9} {:<20} {:>6} OUTPUT",
+                "RUN", "TURN", "STATUS", "STARTED", "EVENTS"
+            )?;
+        }
         for r in page
             .get("runs")
             .and_then(Value::as_array)
@@ -200,7 +215,11 @@ pub fn runs_command(args: &RunsArgs) -> anyhow::Result<()> {
 
 /// `callbackd approvals [--all]`: the held tool calls (or every approval).
 pub fn approvals_command(args: &ApprovalsArgs) -> anyhow::Result<()> {
-    let client = client(&args.client)?;
+    let (client, origin) = connect(&args.client)?;
+    approvals_with(args, &client).map_err(|e| origin.explain(e))
+}
+
+fn approvals_with(args: &ApprovalsArgs, client: &ApiClient) -> anyhow::Result<()> {
     let rt = runtime()?;
     let path = if args.all {
         "/v1/approvals?state=all"
@@ -250,7 +269,11 @@ pub fn approvals_command(args: &ApprovalsArgs) -> anyhow::Result<()> {
 
 /// `callbackd approve ID` / `callbackd deny ID [--reason ...]`.
 pub fn decide_command(args: &DecideArgs, approve: bool) -> anyhow::Result<()> {
-    let client = client(&args.client)?;
+    let (client, origin) = connect(&args.client)?;
+    decide_with(args, &client, approve).map_err(|e| origin.explain(e))
+}
+
+fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::Result<()> {
     let rt = runtime()?;
     let mut body = serde_json::json!({"decision": if approve { "approve" } else { "deny" }});
     if let Some(r) = &args.reason {
@@ -279,86 +302,6 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("starting the async runtime")
-}
-
-/// The client of `args`: URL and token from the flags, the environment or the configuration.
-pub fn client(args: &ClientArgs) -> anyhow::Result<ApiClient> {
-    let mut config: Option<Config> = None;
-    let mut config = || -> anyhow::Result<Config> {
-        if let Some(c) = &config {
-            return Ok(c.clone());
-        }
-        let c = args.config.load()?;
-        config = Some(c.clone());
-        Ok(c)
-    };
-    let url = match &args.url {
-        Some(u) => u.clone(),
-        None => {
-            let c = config()?;
-            let addr = c.server.listen_addr()?;
-            anyhow::ensure!(
-                addr.port() != 0,
-                "no --url, and the configured listen address {addr} has port 0 (`callbackd run` \
-                 picks a free port): pass --url or set CALLBACKD_URL to the `url` of callbackd's \
-                 ready line"
-            );
-            crate::app::base_url(addr)
-        }
-    };
-    let token = match (&args.token, &args.namespace) {
-        (Some(t), _) => t.clone(),
-        (None, Some(ns)) if *ns != crate::store::Namespace::default() => {
-            let c = config()?;
-            let (i, entry) = crate::namespaces::config::entry(&c, ns)?;
-            let env = |k: &str| std::env::var(k).ok();
-            entry
-                .token(i, crate::namespaces::TokenRole::Api, &env)?
-                .with_context(|| {
-                    format!(
-                        "{} has no api_token: the run API is closed to it",
-                        entry.label(i)
-                    )
-                })?
-                .expose()
-                .to_string()
-        }
-        (None, _) => {
-            let c = config()?;
-            if let Some(t) = &c.api.token {
-                t.expose().to_string()
-            } else if let Some(path) = &c.api.token_file {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading api.token_file {}", path.display()))?;
-                text.trim().to_string()
-            } else {
-                // Read, never generated: a client must not create the daemon's tokens file.
-                token_from_file(&crate::tokens::generated_path(&c.store.path))?
-            }
-        }
-    };
-    Ok(ApiClient::new(&url, token)?)
-}
-
-fn token_from_file(path: &Path) -> anyhow::Result<String> {
-    let missing = || {
-        format!(
-            "no API token: pass --token, set CALLBACKD_API_TOKEN, or run where the daemon's \
-             tokens file is ({} has no api_token)",
-            path.display()
-        )
-    };
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(missing()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    let table: toml::Table = toml::from_str(&text)
-        .with_context(|| format!("the tokens file {} is malformed", path.display()))?;
-    match table.get("api_token").and_then(|v| v.as_str()) {
-        Some(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
-        _ => anyhow::bail!(missing()),
-    }
 }
 
 /// Prints events to stdout (text or JSON lines) and notes to stderr.

@@ -6,9 +6,11 @@
 //! - [`sse`]: the Server-Sent Events parser.
 //! - [`follow`]: one run to its end, resuming after drops with `after=<last durable seq>`.
 //! - [`render`]: an event as one readable line.
+//! - [`discover`]: where the daemon and the token are found, named in errors.
 //! - [`commands`]: the three commands: where the URL and token come from, what is printed.
 
 pub mod commands;
+pub mod discover;
 pub mod follow;
 pub mod http;
 pub mod render;

@@ -234,7 +234,20 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
         "approval_resolved" => (
             "approval".into(),
             YELLOW,
-            format!("{} by {}", s(ev, "decision"), s(ev, "by")),
+            format!(
+                "{} by {}{}{}",
+                s(ev, "decision"),
+                s(ev, "by"),
+                if ev.get("edited").and_then(Value::as_bool) == Some(true) {
+                    " with edited arguments"
+                } else {
+                    ""
+                },
+                ev.get("reason")
+                    .and_then(Value::as_str)
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ),
         ),
         // reconnect and stream_gap are the follower's business (it reports them on stderr).
         "reconnect" | "stream_gap" => return None,

@@ -5,8 +5,10 @@
 mod bridge_args;
 mod check;
 mod check_config;
+pub mod closed_stdout;
 mod copy_store;
 mod healthcheck;
+mod manual;
 mod migrate;
 mod namespaces;
 mod prune;
@@ -33,7 +35,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::CheckConfig(args) => check_config::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Migrate(args) => migrate::run(&args),
-        Command::Prune { config, older_than } => prune::run(&config, older_than.as_deref()),
+        Command::Prune {
+            config,
+            older_than,
+            dry_run,
+            yes,
+        } => prune::run(
+            &config,
+            &prune::PruneOptions {
+                older_than,
+                dry_run,
+                yes,
+            },
+        ),
         Command::Namespaces { config, json } => namespaces::run(&config, json),
         Command::Backup(args) => transfer::backup(&args),
         Command::Export(args) => transfer::export(&args),
@@ -57,6 +71,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Approvals(args) => callbackd::client::commands::approvals_command(&args),
         Command::Approve(args) => callbackd::client::commands::decide_command(&args, true),
         Command::Deny(args) => callbackd::client::commands::decide_command(&args, false),
+        Command::Completions { shell } => {
+            Ok(manual::completions(shell, &mut std::io::stdout().lock())?)
+        }
+        Command::Man => Ok(manual::man_page(&mut std::io::stdout().lock())?),
         Command::Tools {
             command: ToolsCommand::Export(args),
         } => tools::export(&args),

@@ -28,6 +28,10 @@ pub fn run(config: &ConfigArgs, json: bool) -> anyhow::Result<()> {
         }
     } else {
         print!("{}", callbackd::namespaces::usage::render(&rows));
+        if let Some(path) = backend.sqlite_path() {
+            let bytes = super::prune::database_bytes(path);
+            println!("database {}: {bytes} bytes (file and WAL)", path.display());
+        }
     }
     Ok(())
 }

@@ -17,7 +17,7 @@ pub fn run(args: &ConfigArgs) -> anyhow::Result<()> {
     let source = reload_source(args);
     runtime.block_on(async move {
         let app = App::builder(config).reload_from(source).build().await?;
-        telemetry::stderr_line(format_args!("callbackd ready {}", app.ready_json()));
+        let _runtime_file = callbackd::supervisor::ready_line::announce(&app, &Default::default());
         app.run_until(callbackd::shutdown::signal()).await
     })
 }

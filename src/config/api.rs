@@ -26,8 +26,15 @@ pub struct ApiConfig {
     pub keepalive_ms: u64,
     /// A stream lasts at most this long, then ends with a `reconnect` event.
     pub max_stream_ms: u64,
-    /// The `retry_ms` a `reconnect` event asks for.
+    /// How long a reader waits before it reconnects after a dropped connection: every
+    /// stream starts with an SSE `retry:` field of this value (what a browser's
+    /// `EventSource` obeys), and a `reconnect` event asks for it too.
     pub retry_ms: u64,
+    /// How long a stream token (`POST /v1/runs/{run_id}/stream-token`) is valid.
+    pub stream_token_ttl_ms: u64,
+    /// Origins (`https://app.example`, scheme and host and optional port) whose pages may
+    /// call `/v1` from a browser (CORS). Default: none.
+    pub cors_origins: Vec<String>,
     /// Open streams at most (their own cap: streams do not count against
     /// `server.max_connections`). Past it a stream request answers 503.
     pub max_streams: usize,
@@ -53,6 +60,8 @@ impl Default for ApiConfig {
             keepalive_ms: 15_000,
             max_stream_ms: 15 * 60 * 1000,
             retry_ms: 1000,
+            stream_token_ttl_ms: 5 * 60 * 1000,
+            cors_origins: Vec::new(),
             max_streams: 1024,
             slow_reader_ms: 30_000,
             max_body_bytes: 1024 * 1024,
@@ -96,6 +105,7 @@ impl ApiConfig {
             ("api.keepalive_ms", self.keepalive_ms),
             ("api.max_stream_ms", self.max_stream_ms),
             ("api.slow_reader_ms", self.slow_reader_ms),
+            ("api.stream_token_ttl_ms", self.stream_token_ttl_ms),
         ] {
             if v == 0 {
                 return Err(ConfigError::Invalid(format!("{key} must be at least 1")));
@@ -105,6 +115,22 @@ impl ApiConfig {
             return Err(ConfigError::Invalid(
                 "api.max_streams must be at least 1".into(),
             ));
+        }
+        for origin in &self.cors_origins {
+            let Some(rest) = origin
+                .strip_prefix("https://")
+                .or_else(|| origin.strip_prefix("http://"))
+            else {
+                return Err(ConfigError::Invalid(format!(
+                    "api.cors_origins: {origin:?} is not an origin: it starts with https:// or http://"
+                )));
+            };
+            if rest.is_empty() || rest.contains(['/', '?', '#', '*', ' ']) {
+                return Err(ConfigError::Invalid(format!(
+                    "api.cors_origins: {origin:?} is not an origin: scheme, host and optional \
+                     port only (no path, no trailing slash, no wildcard)"
+                )));
+            }
         }
         if self.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(

@@ -76,15 +76,25 @@ impl CallFields for StoreLine<'_> {
         };
         self.metrics
             .store_call(self.ns.as_str(), call, outcome, latency);
-        // An `Option` field is left out of the line when `None`.
-        tracing::info!(
-            target: "callbackd::store",
-            namespace = self.ns.as_str(),
-            call = &*self.call,
-            outcome,
-            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            error = error.map(tracing::field::display)
-        );
+        // An `Option` field is left out of the line when `None`. A call that went well is
+        // a `debug` line: at the default level the log keeps runs, approvals and errors.
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "callbackd::store",
+                    namespace = self.ns.as_str(),
+                    call = &*self.call,
+                    outcome,
+                    latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+                    error = error.map(tracing::field::display)
+                )
+            };
+        }
+        if outcome == "ok" {
+            line!(debug);
+        } else {
+            line!(info);
+        }
     }
 }
 
@@ -100,9 +110,13 @@ async fn handle(
     let quotas = &state.quotas;
     let fut = async {
         let admitted = quotas.admit(ns, &mut call, req.body.len()).await?;
+        let lifecycle = super::run_log::Lifecycle::of(&call);
         match state.store.call(ns, call).await {
             Ok(output) => {
                 quotas.done(admitted);
+                if let Some(lifecycle) = lifecycle {
+                    lifecycle.log(ns);
+                }
                 Ok(output)
             }
             Err(e) => {

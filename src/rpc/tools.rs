@@ -133,7 +133,9 @@ async fn handle(
             ),
         ));
     };
-    let held = tool.approval().holds(&call.args);
+    // A question to the person always waits for their answer.
+    let held = tool.approval().holds(&call.args)
+        || call.tool_name == crate::tools::builtin::ask_user::NAME;
     let run_id = match (&state.records, held) {
         (None, false) => None,
         _ => active_run(state, &ns, &call.agent_id).await,
@@ -142,21 +144,40 @@ async fn handle(
         Some(records) => Recording::start(records.clone(), &ns, &call, run_id.clone(), held).await,
         None => None,
     };
+    let mut args = call.args;
     if held {
-        if let Some(denied) = wait_for_approval(state, &ns, &call, run_id, &tool).await {
-            if let Some(r) = record.take() {
-                r.finish_denied().await;
+        match wait_for_approval(
+            state,
+            &ns,
+            &call.tool_name,
+            &call.agent_id,
+            call.tool_call_id.clone(),
+            &args,
+            run_id,
+            &tool,
+        )
+        .await
+        {
+            Held::Run(edited) => {
+                if let Some(edited) = edited {
+                    args = edited;
+                }
+                if let Some(r) = record.as_mut() {
+                    r.resumed().await;
+                }
             }
-            log.error = Some(denied.to_string());
-            return Ok((encode(req.codec, &error_result(&denied)), "denied"));
-        }
-        if let Some(r) = record.as_mut() {
-            r.resumed().await;
+            Held::NotRun(error, outcome) => {
+                if let Some(r) = record.take() {
+                    r.finish_unrun(outcome).await;
+                }
+                log.error = Some(error.to_string());
+                return Ok((encode(req.codec, &error_result(&error)), "denied"));
+            }
         }
     }
     let outcome = invoke(
         &tool,
-        call.args,
+        args,
         Call {
             agent_id: call.agent_id,
             tool_call_id: call.tool_call_id,
@@ -200,28 +221,43 @@ async fn active_run(state: &RpcState, ns: &Namespace, agent_id: &str) -> Option<
     })
 }
 
-/// Holds a call its tool's policy holds until a person decides (`approvals`). `None`: it
-/// was approved; else the error the model gets (denied, expired, or approvals unusable).
+/// How a held call's wait ended for the tool call.
+enum Held {
+    /// Run it (with the arguments a person edited, if any).
+    Run(Option<Value>),
+    /// Not run: the error the model gets, and how the record ends.
+    NotRun(ToolError, ToolOutcome),
+}
+
+/// Holds a call its tool's policy holds until its approval's record says how it ended
+/// (`approvals`).
+#[allow(clippy::too_many_arguments)]
 async fn wait_for_approval(
     state: &RpcState,
     ns: &Namespace,
-    call: &ToolRequest,
+    tool_name: &str,
+    agent_id: &str,
+    tool_call_id: Option<String>,
+    args: &Value,
     run_id: Option<String>,
     tool: &crate::tools::registry::RegisteredTool,
-) -> Option<ToolError> {
+) -> Held {
     let Some(approvals) = &state.approvals else {
-        return Some(ToolError::failed(
-            "this call needs a person's approval, and approvals are not available here",
-        ));
+        return Held::NotRun(
+            ToolError::failed(
+                "this call needs a person's approval, and approvals are not available here",
+            ),
+            ToolOutcome::Denied,
+        );
     };
     let held = match approvals
         .hold(
             ns,
-            &call.agent_id,
+            agent_id,
             run_id,
-            &call.tool_name,
-            call.tool_call_id.clone(),
-            &call.args,
+            tool_name,
+            tool_call_id,
+            args,
             tool.approval_timeout(),
         )
         .await
@@ -229,24 +265,40 @@ async fn wait_for_approval(
         Ok(held) => held,
         Err(e) => {
             tracing::error!(target: "callbackd::tools", error = %e, "cannot record an approval");
-            return Some(ToolError::failed(
-                "this call needs a person's approval, and it could not be recorded; not run",
-            ));
+            return Held::NotRun(
+                ToolError::failed(
+                    "this call needs a person's approval, and it could not be recorded; not run",
+                ),
+                ToolOutcome::Denied,
+            );
         }
     };
     match held.wait().await {
-        Outcome::Approved { by } => {
-            tracing::info!(target: "callbackd::tools", tool = %call.tool_name, %by, "approved");
-            None
+        Outcome::Approved { by, args } => {
+            tracing::info!(target: "callbackd::tools", tool = %tool_name, %by, edited = args.is_some(), "approved");
+            Held::Run(args)
         }
-        Outcome::Denied { by, reason } => Some(ToolError::failed(format!(
-            "a person denied this call ({by}){}; it was not run",
-            reason.map(|r| format!(": {r}")).unwrap_or_default()
-        ))),
-        Outcome::Expired { after } => Some(ToolError::failed(format!(
-            "nobody approved this call within {} s, so it was denied and not run",
-            after.as_secs()
-        ))),
+        Outcome::Denied { by, reason } => Held::NotRun(
+            ToolError::failed(format!(
+                "a person denied this call ({by}){}; it was not run",
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            )),
+            ToolOutcome::Denied,
+        ),
+        Outcome::Expired { after } => Held::NotRun(
+            ToolError::failed(format!(
+                "nobody approved this call within {} s, so it was denied and not run",
+                after.as_secs()
+            )),
+            ToolOutcome::Denied,
+        ),
+        Outcome::Cancelled { reason } => Held::NotRun(
+            ToolError::failed(format!(
+                "this call waited for a person's approval and was cancelled ({reason}); it was \
+                 not run"
+            )),
+            ToolOutcome::Cancelled,
+        ),
     }
 }
 
@@ -299,12 +351,12 @@ impl Recording {
         }
     }
 
-    /// The held call was denied (or its approval expired): it never ran.
-    async fn finish_denied(mut self) {
+    /// The held call was denied, its approval expired or was cancelled: it never ran.
+    async fn finish_unrun(mut self, outcome: ToolOutcome) {
         self.done = true;
         if let Err(e) = self
             .records
-            .tool_call_ended(self.id, ToolOutcome::Denied, false, now_ms())
+            .tool_call_ended(self.id, outcome, false, now_ms())
             .await
         {
             tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
@@ -469,15 +521,25 @@ impl CallFields for ToolLine {
         };
         self.metrics
             .tool_call(self.ns.as_str(), tool, outcome, latency);
-        // An `Option` field is left out of the line when `None`.
-        tracing::info!(
-            target: "callbackd::tools",
-            namespace = self.ns.as_str(),
-            tool = %self.tool,
-            agent_id = %self.agent_id,
-            outcome,
-            latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            error = error.map(tracing::field::display)
-        );
+        // An `Option` field is left out of the line when `None`. A call that went well is
+        // a `debug` line: at the default level the log keeps runs, approvals and errors.
+        macro_rules! line {
+            ($level:ident) => {
+                tracing::$level!(
+                    target: "callbackd::tools",
+                    namespace = self.ns.as_str(),
+                    tool = %self.tool,
+                    agent_id = %self.agent_id,
+                    outcome,
+                    latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+                    error = error.map(tracing::field::display)
+                )
+            };
+        }
+        if outcome == "ok" {
+            line!(debug);
+        } else {
+            line!(info);
+        }
     }
 }

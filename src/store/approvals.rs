@@ -22,21 +22,42 @@ pub struct ApprovalRecord {
     pub decided_by: Option<String>,
     pub decided_at_ms: Option<i64>,
     pub reason: Option<String>,
+    /// The daemon instance whose call waits on it (migration 0004).
+    pub owner: String,
+    /// Until when (epoch ms) the owner vouches for the call while it is pending.
+    pub lease_until_ms: i64,
+    /// The arguments a person edited before approving: what the tool ran with.
+    pub approved_args: Option<Value>,
+}
+
+/// A change of an approval's state, applied only when the approval is in one of `from`.
+#[derive(Debug, Clone)]
+pub struct ApprovalChange {
+    pub id: String,
+    pub state: &'static str,
+    pub by: Option<String>,
+    pub reason: Option<String>,
+    pub at_ms: i64,
+    pub approved_args: Option<Value>,
+    /// The states it may change from: `pending`, and `approved` for an approval whose
+    /// call ended before it could run.
+    pub from: &'static [&'static str],
 }
 
 /// The approvals of every namespace.
 pub trait ApprovalRecords: Send + Sync + 'static {
     fn insert_approval(&self, rec: ApprovalRecord) -> BoxFuture<'_, Result<(), StoreError>>;
 
-    /// Decides a pending approval; `false` (nothing changed) when it is not pending.
-    fn decide_approval(
+    /// Applies `change` if the approval is in one of its `from` states, atomically;
+    /// `false` (nothing changed) otherwise.
+    fn change_approval(&self, change: ApprovalChange) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    /// Renews the lease of `owner`'s pending approvals until `until_ms`.
+    fn renew_approval_leases(
         &self,
-        id: &str,
-        state: &'static str,
-        by: Option<String>,
-        reason: Option<String>,
-        at_ms: i64,
-    ) -> BoxFuture<'_, Result<bool, StoreError>>;
+        owner: &str,
+        until_ms: i64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>>;
 
     fn approval(
         &self,
@@ -51,6 +72,12 @@ pub trait ApprovalRecords: Send + Sync + 'static {
         state: Option<&str>,
     ) -> BoxFuture<'_, Result<Vec<ApprovalRecord>, StoreError>>;
 
-    /// At start: approvals left pending by a daemon that stopped are cancelled.
-    fn cancel_pending_approvals(&self, reason: &str) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// Pending approvals whose owner's lease ran out before `now_ms` (their daemon is gone,
+    /// and its call with it) are cancelled for `reason`; the ids changed, with their
+    /// namespaces and runs.
+    fn cancel_abandoned_approvals(
+        &self,
+        reason: &str,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Vec<ApprovalRecord>, StoreError>>;
 }

@@ -17,6 +17,7 @@ mod cursor;
 pub mod dump;
 mod error;
 pub mod event_doc;
+pub mod forks;
 pub mod json;
 pub mod page;
 pub mod postgres;
@@ -149,6 +150,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// The approvals of held tool calls, kept by the same backend.
     fn approval_records(self: Arc<Self>) -> Arc<dyn approvals::ApprovalRecords>;
+
+    /// Where forked sessions came from, kept by the same backend.
+    fn fork_records(self: Arc<Self>) -> Arc<dyn forks::ForkRecords>;
 }
 
 #[cfg(test)]

@@ -175,6 +175,22 @@ pub trait RunRecords: Send + Sync + 'static {
         new: Option<u32>,
     ) -> BoxFuture<'_, Result<u32, StoreError>>;
 
+    /// Records the user message that started run `run_id` (through the run API). The first
+    /// one recorded wins.
+    fn set_run_input(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+        text: &str,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The user message recorded for each of `run_ids` that has one.
+    fn run_inputs(
+        &self,
+        ns: &Namespace,
+        run_ids: &[String],
+    ) -> BoxFuture<'_, Result<std::collections::HashMap<String, String>, StoreError>>;
+
     /// The run's last stored seq and up to which seq retention removed its events.
     fn run_positions(
         &self,

@@ -21,10 +21,12 @@ pub enum Table {
     EventMeta,
     RunExpiry,
     Approvals,
+    RunInputs,
+    SessionForks,
 }
 
 impl Table {
-    pub const ALL: [Table; 9] = [
+    pub const ALL: [Table; 11] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
@@ -34,6 +36,8 @@ impl Table {
         Table::EventMeta,
         Table::RunExpiry,
         Table::Approvals,
+        Table::RunInputs,
+        Table::SessionForks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +51,8 @@ impl Table {
             Table::EventMeta => "event_meta",
             Table::RunExpiry => "run_expiry",
             Table::Approvals => "approvals",
+            Table::RunInputs => "run_inputs",
+            Table::SessionForks => "session_forks",
         }
     }
 }
@@ -132,6 +138,22 @@ pub enum Row {
         decided_at: Option<i64>,
         reason: Option<String>,
     },
+    RunInput {
+        ns: String,
+        run_id: String,
+        text: String,
+    },
+    Fork {
+        ns: String,
+        agent_id: String,
+        source_agent_id: String,
+        source_run_id: String,
+        at: String,
+        model: String,
+        /// The tool names, JSON text.
+        tools: String,
+        created_at: i64,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -173,6 +195,8 @@ impl Row {
             } => Key::Event(ns.clone(), run_id.clone(), *seq),
             Row::RunExpiry { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Approval { id, .. } => Key::Text(vec![id.clone()]),
+            Row::RunInput { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
+            Row::Fork { ns, agent_id, .. } => Key::Text(vec![ns.clone(), agent_id.clone()]),
         }
     }
 }

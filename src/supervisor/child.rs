@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::group::{group_running, GROUP_POLL};
 use super::ready::auth_token_file;
-use super::relay::relay_stderr;
+use super::relay::{relay_stderr, Tail};
 use super::signals::Signals;
 
 /// How long the stderr relay may take to pass on the last lines once the group is gone.
@@ -38,6 +38,10 @@ pub(super) struct Bridge {
     pub(super) ready_json: Option<String>,
     /// Resolves when the relay has passed on the last line.
     relayed: oneshot::Receiver<()>,
+    /// Lets the relay pass on the bridge's ready line (held until callbackd is ready too).
+    release_ready_line: Option<std::sync::mpsc::Sender<()>>,
+    /// The bridge's last stderr lines.
+    pub(super) tail: Tail,
 }
 
 impl Bridge {
@@ -54,13 +58,15 @@ impl Bridge {
             .unwrap_or(0);
         let (ready_tx, ready) = oneshot::channel();
         let (relayed_tx, relayed) = oneshot::channel();
+        let (release_tx, go) = std::sync::mpsc::channel();
+        let tail = Tail::default();
         match child.stderr.take().map(|e| e.into_owned_fd()) {
             Some(Ok(fd)) => {
-                let ready_file = ready_file.clone();
+                let tail = tail.clone();
                 std::thread::Builder::new()
                     .name("bridge-stderr".into())
                     .spawn(move || {
-                        relay_stderr(File::from(fd), ready_file.as_deref(), ready_tx);
+                        relay_stderr(File::from(fd), ready_tx, &go, &tail);
                         let _ = relayed_tx.send(());
                     })
                     .map(drop)
@@ -81,7 +87,29 @@ impl Bridge {
             ready,
             ready_json: None,
             relayed,
+            release_ready_line: Some(release_tx),
+            tail,
         }
+    }
+
+    /// Lets the relay pass on the bridge's ready line.
+    pub(super) fn release_ready_line(&mut self) {
+        if let Some(tx) = self.release_ready_line.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// The path `--ready-file` asked for.
+    pub(super) fn ready_file(&self) -> Option<&std::path::Path> {
+        self.ready_file.as_deref()
+    }
+
+    /// The bridge's last stderr lines, oldest first.
+    pub(super) fn last_lines(&self) -> Vec<String> {
+        self.tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     fn signal_group(&self, sig: Signal) -> nix::Result<()> {
@@ -174,6 +202,7 @@ impl Bridge {
     /// Once the bridge is gone: lets the relay finish, removes the ready file and the auth
     /// token file the bridge leaves in its temp directory.
     pub(super) async fn clean_up(&mut self) {
+        self.release_ready_line();
         let _ = tokio::time::timeout(RELAY_FLUSH, &mut self.relayed).await;
         let ready = self
             .ready_json

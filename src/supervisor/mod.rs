@@ -33,15 +33,19 @@
 //! Files: this one runs the steps above; `command` (the checked command line and the
 //! spawn), `child` (a running bridge: forward, kill, reap, clean up), `group` (is its process
 //! group still running), `signals`, `relay` (stderr), `ready` (the ready line and file),
-//! `exit` (the status passed on), [`watchdog`].
+//! `exit` (the status passed on), `start` (the bridge is ready only once it answers a Ping
+//! and the run API is attached), [`watchdog`].
 
 mod child;
 mod command;
 mod exit;
 mod group;
 mod ready;
+pub mod ready_line;
 mod relay;
+pub mod runtime_file;
 mod signals;
+mod start;
 pub mod watchdog;
 
 use std::io;
@@ -61,6 +65,7 @@ pub use exit::BridgeExit;
 use ready::prepare_ready_file;
 pub use ready::{write_ready_file, READY_PREFIX};
 use signals::{until, Signals};
+pub use start::NotReady;
 
 /// Listen address of `run` when neither `--listen`, `CALLBACKD_LISTEN` nor the config file
 /// chose one: any free loopback port, since the bridge learns the URL from its argv.
@@ -142,10 +147,10 @@ pub async fn run(
     let flags = app.bridge_args(&opts.namespace)?;
     let api = app.api().clone();
     let (bridge_model, bridge_key) = app.bridge_defaults();
-    crate::telemetry::stderr_line(format_args!(
-        "callbackd ready {}",
-        app.ready_json_for(&opts.namespace)
-    ));
+    // Announced once the bridge answers and the run API drives it (`start`), not before.
+    let mut ready_line = Some(ready_line::ReadyLine::of(&app, &opts.namespace));
+    let mut runtime_file = None;
+    let mut not_ready: Option<String> = None;
     tracing::info!(url = %app.base_url(), "callbackd listening; starting the bridge");
     let (stop_server, stopped) = oneshot::channel::<()>();
     let mut server = tokio::spawn(app.run_until(async {
@@ -179,19 +184,33 @@ pub async fn run(
 
     // 1. Until the bridge exits: forward signals; the daemon serves meanwhile.
     let mut server_failed = false;
+    let mut relay_ended = false;
     let status = loop {
         tokio::select! {
             status = bridge.child.wait() => break status,
-            ready = &mut bridge.ready, if bridge.ready_json.is_none() => {
-                // The run API drives the bridge it supervises.
-                let json = ready.unwrap_or_default();
-                match serde_json::from_str(&json)
-                    .map_err(|e| e.to_string())
-                    .and_then(|v| crate::bridge::BridgeClient::from_ready(&v, bridge_model.clone(), bridge_key.clone()))
-                {
-                    Ok(client) => api.bridge(&opts.namespace).attach(client),
-                    Err(e) => tracing::warn!(error = %e, "cannot attach the run API to the bridge"),
+            ready = &mut bridge.ready, if bridge.ready_json.is_none() && !relay_ended => {
+                // The run API drives the bridge it supervises, once it answers a Ping.
+                let Ok(json) = ready else {
+                    // Its stderr closed without a ready line: its exit is next.
+                    relay_ended = true;
+                    continue;
+                };
+                match start::attach(&json, &api.bridge(&opts.namespace), bridge_model.clone(), bridge_key.clone(), &mut bridge).await {
+                    Ok(()) => {
+                        if let Some(path) = bridge.ready_file() {
+                            if let Err(e) = write_ready_file(path, &json) {
+                                tracing::error!(path = %path.display(), error = %e, "cannot write the ready file");
+                            }
+                        }
+                        runtime_file = ready_line.take().and_then(ready_line::ReadyLine::announce);
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "the bridge is not usable; stopping it");
+                        not_ready = Some(e);
+                        bridge.forward(Signal::SIGTERM);
+                    }
                 }
+                bridge.release_ready_line();
                 bridge.ready_json = Some(json);
             }
             sig = signals.recv() => bridge.forward(sig),
@@ -240,7 +259,22 @@ pub async fn run(
         }
     }
     bridge.clean_up().await;
+    drop(runtime_file);
     anyhow::ensure!(!server_failed, "the daemon stopped unexpectedly; {exit}");
+    if let Some(why) = not_ready {
+        return Err(
+            start::NotReady::new(format!("{why}; {exit}"), exit, bridge.last_lines()).into(),
+        );
+    }
+    if ready_line.is_some() && !on_request {
+        // It exited on its own before it was ever ready: a start failure, not a run.
+        return Err(start::NotReady::new(
+            format!("{exit} before it was ready"),
+            exit,
+            bridge.last_lines(),
+        )
+        .into());
+    }
     Ok(exit)
 }
 

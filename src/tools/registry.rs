@@ -102,6 +102,11 @@ impl RegisteredTool {
         self.approval_timeout
     }
 
+    /// The compiled input schema (edited arguments of an approval are checked against it).
+    pub fn input_schema(&self) -> &Schema {
+        &self.input
+    }
+
     /// The `CustomToolDefinition` for the bridge: `description` (left out when empty, as
     /// the bridge treats an empty one as absent), `inputSchema`, `outputSchema` if declared.
     pub fn declaration(&self) -> Value {

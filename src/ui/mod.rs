@@ -43,6 +43,7 @@ static ASSETS: &[Asset] = &[
     asset!("follow.js", JS),
     asset!("run.js", JS),
     asset!("dom.js", JS),
+    asset!("approvals.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 
@@ -140,6 +141,41 @@ fn serve(name: &str, headers: &HeaderMap) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_has_no_inline_script_the_csp_would_block() {
+        // script-src 'self' without 'unsafe-inline': an inline script or handler would not
+        // run, so none may exist.
+        let html = String::from_utf8_lossy(ASSETS[0].body).to_lowercase();
+        assert_eq!(ASSETS[0].name, "index.html");
+        for tag in html.split("<script").skip(1) {
+            let open = &tag[..tag.find('>').expect("a closed <script> tag")];
+            assert!(open.contains("src="), "inline <script{open}>");
+            assert!(tag[open.len() + 1..].trim_start().starts_with("</script>"));
+        }
+        for attr in [
+            " onclick=",
+            " onload=",
+            " onerror=",
+            " onsubmit=",
+            "javascript:",
+        ] {
+            assert!(!html.contains(attr), "index.html has {attr}");
+        }
+        for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            let js = String::from_utf8_lossy(asset.body);
+            for bad in [
+                "eval(",
+                "new Function(",
+                ".innerHTML =",
+                "setAttribute(\"on",
+            ] {
+                assert!(!js.contains(bad), "{} uses {bad}", asset.name);
+            }
+        }
+        assert!(CSP.contains("default-src 'none'") && CSP.contains("script-src 'self'"));
+        assert!(!CSP.contains("unsafe-inline") && !CSP.contains("unsafe-eval"));
+    }
 
     #[test]
     fn every_module_the_page_imports_is_embedded() {

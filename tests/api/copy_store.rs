@@ -179,7 +179,8 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
         .unwrap()
         .execute_batch(
             "INSERT INTO run_expiry VALUES ('default', 'r-old', 41, 1780000000000); \
-             INSERT INTO approvals VALUES ('ap-1', 'default', 'a-0', 'r-0', 'echo', 'call-1', \
+             INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, \
+               created_at, expires_at, state, decided_by, decided_at, reason) VALUES ('ap-1', 'default', 'a-0', 'r-0', 'echo', 'call-1', \
                '{\"text\":\"hi\",\"n\":1.50}', 1780000000000, 1780000060000, 'approved', 'alice', \
                1780000001000, 'fine'), \
              ('ap-2', 'default', 'a-1', NULL, 'echo', NULL, '{}', 1780000000000, 1780000060000, \

@@ -4,16 +4,21 @@
 mod helpers;
 
 mod approvals;
+mod approvals_bound;
 mod backup;
 mod client;
 mod connect_errors;
 mod copy_store;
 mod crash;
 mod decode_props;
+mod fork;
 mod metrics;
 mod namespaces;
 mod postgres;
 mod run_api;
+mod run_api_browser;
+mod run_api_exact;
+mod see;
 mod sse;
 mod store_agents;
 mod store_checkpoints;

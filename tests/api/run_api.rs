@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::helpers::{agent, run, TestApp};
-use crate::sse::Frame;
+use crate::sse::{durable, Frame};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -57,18 +57,6 @@ async fn finish_run(app: &TestApp, run_id: &str) {
     r["status"] = json!("finished");
     r["endedAt"] = json!(1_780_000_000_500i64);
     app.store_ok("runs", "update", json!({"run": r})).await;
-}
-
-fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
-    frames
-        .iter()
-        .filter_map(|f| match f {
-            Frame::Event {
-                id: Some(id), raw, ..
-            } => Some((*id, raw.clone())),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test]
@@ -522,7 +510,14 @@ async fn bad_requests_get_problems_and_change_nothing() {
             413,
             "payload_too_large",
         ),
-        ("DELETE", "/v1/sessions".into(), "", 405, "invalid_argument"),
+        (
+            "DELETE",
+            "/v1/sessions".into(),
+            "",
+            405,
+            "method_not_allowed",
+        ),
+        ("POST", "/v1/sessions".into(), "", 400, "invalid_argument"),
     ];
     for (method, path, body, status, code) in cases {
         let r = app.api(method, &path, Some(&token), body).await;

@@ -26,6 +26,19 @@ pub enum Frame {
     Comment(String),
 }
 
+/// The durable frames (those with an `id:`), as (seq, raw bytes): what a replay must equal.
+pub fn durable(frames: &[Frame]) -> Vec<(u64, String)> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Event {
+                id: Some(id), raw, ..
+            } => Some((*id, raw.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Frame {
     pub fn data(&self) -> Option<&Value> {
         match self {
@@ -146,18 +159,32 @@ impl TestApp {
 
     /// Opens a stream (GET, or POST with a body) with the API token and extra headers.
     pub async fn sse(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Sse {
+        let auth = format!("Bearer {}", self.api_token);
+        self.sse_as(method, path, Some(&auth), headers, body).await
+    }
+
+    /// [`sse`](Self::sse) with `authorization` as the Authorization header (None: none).
+    pub async fn sse_as(
+        &self,
+        method: &str,
+        path: &str,
+        authorization: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Sse {
         let stream = TcpStream::connect(self.addr).await.expect("connect");
         let (mut sender, conn) =
             hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
                 .await
                 .expect("handshake");
         tokio::spawn(conn);
-        let auth = format!("Bearer {}", self.api_token);
         let mut b = http::Request::builder()
             .method(method)
             .uri(path)
-            .header("host", self.addr.to_string())
-            .header("authorization", auth);
+            .header("host", self.addr.to_string());
+        if let Some(auth) = authorization {
+            b = b.header("authorization", auth);
+        }
         for (k, v) in headers {
             b = b.header(*k, *v);
         }

@@ -16,6 +16,11 @@ if (process.argv.length < 4) {
 const PORT = Number(process.argv[2]);
 const LOG = process.argv[3] === "-" ? process.stdout : fs.createWriteStream(process.argv[3], { flags: "a" });
 const SCENARIO = process.argv[4] || process.env.FB_SCENARIO || "auto";
+// Server heartbeats, as the real backend sends them: the SDK's stall detector aborts a run stream
+// after 30 s without any server message and retries the turn (re-running its tools); an
+// interaction_update.heartbeat (agent.v1.HeartbeatUpdate) resets it. One is sent whenever a stream
+// has sent nothing for FB_HEARTBEAT_MS (default 5000; 0 = never, the old behaviour).
+const HEARTBEAT_MS = Number(process.env.FB_HEARTBEAT_MS ?? 5000);
 const log = (o) => LOG.write(JSON.stringify({ t: Date.now(), ...o }, (k, v) => (typeof v === "bigint" ? v.toString() : v)) + "\n");
 
 const AgentClientMessage = T("agent.v1.AgentClientMessage");
@@ -40,7 +45,7 @@ function unframe(buf) {
 const streams = new Map(); // requestId -> {res, inbox: [], waiters: [], closed}
 function getStream(id) {
   let s = streams.get(id);
-  if (!s) { s = { id, res: null, inbox: [], waiters: [], closed: false, pendingOut: [] }; streams.set(id, s); }
+  if (!s) { s = { id, res: null, inbox: [], waiters: [], closed: false, pendingOut: [], lastSent: 0, hb: null }; streams.set(id, s); }
   return s;
 }
 function pushInbox(s, msg) { const w = s.waiters.shift(); if (w) w(msg); else s.inbox.push(msg); }
@@ -57,10 +62,22 @@ function send(s, init) {
   const m = init instanceof AgentServerMessage ? init : new AgentServerMessage(init);
   log({ dir: "S->C", rid: s.id, msg: toJ(m) });
   const b = frame(0, m.toBinary());
+  s.lastSent = Date.now();
   if (s.res) s.res.write(b); else s.pendingOut.push(b);
 }
+function startHeartbeats(s) {
+  if (!(HEARTBEAT_MS > 0) || s.hb) return;
+  s.lastSent = Date.now();
+  s.hb = setInterval(() => {
+    if (s.closed || !s.res || s.res.destroyed) return stopHeartbeats(s);
+    if (Date.now() - s.lastSent >= HEARTBEAT_MS)
+      send(s, { message: { case: "interactionUpdate", value: { message: { case: "heartbeat", value: {} } } } });
+  }, Math.min(1000, HEARTBEAT_MS));
+}
+function stopHeartbeats(s) { if (s.hb) { clearInterval(s.hb); s.hb = null; } }
 function endStream(s, err) {
   if (s.closed) return; s.closed = true;
+  stopHeartbeats(s);
   const trailer = err ? { error: err } : {};
   log({ dir: "S->C", rid: s.id, end: trailer });
   s.res?.end(frame(2, Buffer.from(JSON.stringify(trailer))));
@@ -100,6 +117,8 @@ const server = http.createServer(async (req, res) => {
       res.flushHeaders();
       for (const b of s.pendingOut.splice(0)) res.write(b);
       req.on("close", () => { log({ ev: "runsse-closed", rid }); });
+      res.on("close", () => { stopHeartbeats(s); if (!s.closed) log({ ev: "runsse-dropped", rid }); });
+      startHeartbeats(s);
       if (!s.started) { s.started = true; runScenario(s); }
       return;
     }

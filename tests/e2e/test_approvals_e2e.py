@@ -176,8 +176,16 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     assert not t.is_alive(), "the bridge's Send never ended"
     assert "error" not in result, f"the bridge's Send failed: {result['error']}"
     _, run_result = result["r"]
-    status, all_ = api.call("GET", "/v1/approvals?state=all")
-    approvals = sorted(all_["approvals"], key=lambda a: a["created_at"])
+    # The killed daemon's approval is cancelled once its lease has run out (15 s) and a
+    # daemon sweeps (every 5 s): a restarted daemon cannot tell a dead owner from a live one
+    # sharing the database before that.
+    deadline = time.monotonic() + 40
+    while True:
+        status, all_ = api.call("GET", "/v1/approvals?state=all")
+        approvals = sorted(all_["approvals"], key=lambda a: a["created_at"])
+        if approvals[0]["state"] != "pending" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert approvals[0]["state"] == "cancelled" and approvals[0]["decided_by"] == "callbackd", all_
     # When the bridge calls the tool again after the restart, that call is held too; nobody
     # decides it, so it expires.

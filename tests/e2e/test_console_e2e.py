@@ -214,7 +214,10 @@ def dom_rows(b: Browser) -> list[dict]:
 def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.CallbackdRun, dict]:
     run = h.CallbackdRun(setup_env, tmp_path, ws, backend, db, st, tt)
     ready = json.loads(run.proc.wait_for_line("callbackd ready ", timeout=30))
-    assert ready["console_url"] == f"{ready['url']}ui/#token={API_TOKEN}", ready
+    # The log gets the console URL without the token; the 0600 runtime file has it whole.
+    assert ready["console_url"] == f"{ready['url']}ui/", ready
+    runtime = json.loads(Path(ready["runtime_file"]).read_text())
+    assert runtime["console_url"] == f"{ready['url']}ui/#token={API_TOKEN}", runtime
     return run, ready
 
 
@@ -399,3 +402,61 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         b.close()
         proxy.close()
         print(f"screenshots: {shots}")
+
+
+DEPLOY_CONFIG = '''
+[[tools.command]]
+name = "deploy"
+description = "Deploys to an environment"
+input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
+argv = ["sh", "-c", "cat > '{marker}'; echo '{{\\"deployed\\": true}}'"]
+approval = "always"
+'''
+
+
+def test_console_approves_with_edited_arguments(setup_env, browser_env, tmp_path, monkeypatch):
+    """Issue 25: the approval card's editor; a refused edit is shown and leaves it pending; the
+    edited arguments are what the tool runs with; the header counts what waits."""
+    marker = tmp_path / "deployed.json"
+    config = tmp_path / "callbackd.toml"
+    config.write_text(DEPLOY_CONFIG.format(marker=marker))
+    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
+    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
+    backend = h.FakeBackend(setup_env, tmp_path, "auto")
+    ws = tmp_path / "ws"
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    run, ready = start_run(setup_env, tmp_path, backend, ws, db, h.rand_token(), h.rand_token())
+    base = ready["url"].rstrip("/")
+    b = Browser(browser_env, tmp_path)
+    try:
+        b("goto", url=f"{base}/ui/#token={API_TOKEN}")
+        b("wait", selector="#new-session")
+        b("click", selector="#new-session")
+        b("wait", selector="#message")
+        backend.post_script({"steps": [{"text": "Deploying."}, {"tool": "deploy", "args": {"env": "prod"}},
+                                       {"textFromLastTool": "Deploy said: "}]})
+        b("fill", selector="#message", text="Deploy it.")
+        b("click", selector="#send")
+        card = ".transcript .approval[data-decision='pending']"
+        b("wait", selector=f"{card} pre.args")
+        assert '"env": "prod"' in b("eval", js=f"() => document.querySelector(\"{card} pre.args\").textContent")
+        b("wait", selector="#approvals-count:not([hidden])", timeout_ms=15000)
+        assert b("eval", js="() => document.getElementById('approvals-count').textContent") == "1"
+        b("click", selector=f"{card} details.edit summary")
+        b("fill", selector=f"{card} .args-editor", text='{"env": 5}')
+        b("click", selector=f"{card} button.primary")
+        b("wait", selector=f"{card} .decide-note:not(:empty)")
+        note = b("eval", js=f"() => document.querySelector(\"{card} .decide-note\").textContent")
+        assert "/env" in note and "type" in note, note
+        assert not marker.exists()
+        b("fill", selector=f"{card} .args-editor", text='{"env": "staging"}')
+        b("click", selector=f"{card} button.primary")
+        b("wait", selector=".transcript .approval[data-decision='approved']")
+        assert "edited" in b("eval", js="() => document.querySelector('.transcript .approval').textContent")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        assert b("eval", js="() => document.querySelector('.final .output').textContent") == 'Deploy said: {"deployed":true}'
+        assert json.loads(marker.read_text()) == {"env": "staging"}
+    finally:
+        b.close()
+        run.proc.stop()

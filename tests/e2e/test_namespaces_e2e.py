@@ -466,7 +466,11 @@ def test_two_bridges_in_two_namespaces_run_turns_in_parallel(ns):
         assert args["storeCallbackUrl"].rstrip("/") == st.daemon_ready["url"].rstrip("/"), (args, st.daemon_ready)
     # `run --namespace a`'s ready line names a and opens the console with a's API token.
     assert st.daemon_ready.get("namespace") == "a", st.daemon_ready
-    assert st.daemon_ready["console_url"].endswith("#token=" + st.tokens["a"]["api"]), st.daemon_ready
+    # ... in its 0600 runtime file; the log line carries no token.
+    assert "#token=" not in st.daemon_ready["console_url"], st.daemon_ready
+    runtime = json.loads(Path(st.daemon_ready["runtime_file"]).read_text())
+    assert runtime["namespace"] == "a", runtime
+    assert runtime["console_url"].endswith("#token=" + st.tokens["a"]["api"]), runtime
     for n in ("default", *NAMES):
         status, who = st.api[n].json("GET", "/v1/whoami")
         assert status == 200 and who["namespace"] == n, (n, status, who)

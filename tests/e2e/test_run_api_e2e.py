@@ -124,6 +124,15 @@ def test_a_tool_turn_streams_typed_events_tokens_and_replays_byte_equal(setup_en
             assert i is None and d["delta"] >= 1
     snaps = [d for kind, _, d, _ in live if kind == "event" and d["type"] == "message_snapshot"]
     assert snaps[0]["delta"] >= 1 and snaps[0]["text"] == "Calling the echo tool."
+    # Each snapshot's delta is exactly the number of tokens sent since the previous one.
+    since = 0
+    for kind, _, d, _ in live:
+        if kind == "event" and d["type"] == "token":
+            since += 1
+            assert d["delta"] == since, live
+        elif kind == "event" and d["type"] == "message_snapshot":
+            assert d["delta"] == since, live
+            since = 0
     done = [d for kind, _, d, _ in live if kind == "event" and d["type"] == "completed"][0]
     assert done["status"] == "finished" and "ping" in done["output"]
     tool = [d for kind, _, d, _ in live if kind == "event" and d["type"] == "tool_completed"][0]
@@ -138,6 +147,9 @@ def test_a_tool_turn_streams_typed_events_tokens_and_replays_byte_equal(setup_en
     assert durable(replay) == durable(live)
     status, state = s.api.call("GET", f"/v1/runs/{run_id}")
     assert status == 200 and state["status"] == "finished" and state["last_seq"] == ids[-1]
+    # The state says what the stream's `completed` said (issue 20).
+    assert state["output"] == done["output"] and state["usage"] == done["usage"], state
+    assert state["error"] is None
     assert [t["tool"] for t in state["tool_calls"]] == ["echo"] and state["tool_calls"][0]["outcome"] == "ok"
     # A second message right after the first: the previous turn settles, no 409.
     c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "again, the echo tool"})
@@ -182,6 +194,12 @@ def test_thinking_and_error_scenarios(setup_env, tmp_path):
     last = [d for kind, _, d, _ in fs if kind == "event"][-1]
     assert last["type"] == "error" and last["status"] == "error"
     assert "rate limited" in last["problem"]["detail"] and last["problem"]["code"] == "resource_exhausted"
+    # The failed run's state carries the stream's problem, before and after the bridge has
+    # updated the run document (which holds only an error code).
+    for _ in range(2):
+        status, state = s.api.call("GET", f"/v1/runs/{last['run_id']}")
+        assert status == 200 and state["status"] == "error" and state["error"] == last["problem"], state
+        time.sleep(0.5)
 
 
 def test_a_turn_the_backend_fails_after_its_tool_ends_in_error(setup_env, tmp_path):

@@ -567,10 +567,14 @@ pub fn snapshot_ns(db: &Path, ns: &str) -> Vec<(String, Vec<String>)> {
             let sql = format!("SELECT * FROM \"{table}\" WHERE ns = ?1");
             let mut stmt = conn.prepare(&sql).expect("prepare");
             let columns = stmt.column_count();
+            // An approval's lease is renewed while its call waits: time, not a change of data.
+            let kept: Vec<usize> = (0..columns)
+                .filter(|&i| stmt.column_name(i).is_ok_and(|n| n != "lease_until"))
+                .collect();
             let mut rows: Vec<String> = stmt
                 .query_map([ns], |r| {
                     let mut row = Vec::with_capacity(columns);
-                    for i in 0..columns {
+                    for &i in &kept {
                         row.push(match r.get_ref(i)? {
                             rusqlite::types::ValueRef::Null => "NULL".to_string(),
                             rusqlite::types::ValueRef::Integer(v) => v.to_string(),

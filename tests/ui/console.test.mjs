@@ -139,3 +139,43 @@ test("204 ends the follow, 410 ends it as expired, 401 fails without retrying", 
   assert.equal(n, 1);
   assert.equal(hooked.status, 401);
 });
+
+test("a pending approval of a run that ends is shown cancelled, with why, and no buttons", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "run_started", seq: 1, agent: {}, session_id: "s1" }, true);
+  m.apply({ type: "approval_required", approval: { id: "appr_1", tool: "deploy", args: { env: "prod" } } }, false);
+  m.apply({ type: "approval_required", approval: { id: "appr_2", tool: "deploy", args: {} } }, false);
+  m.apply({ type: "approval_resolved", approval_id: "appr_2", decision: "approved", by: "default/alice", edited: true }, false);
+  m.apply({ type: "completed", seq: 2, status: "cancelled" }, true);
+  const a1 = m.items.find((i) => i.key === "approval:appr_1");
+  assert.equal(a1.decision, "cancelled");
+  assert.match(a1.reason, /run ended/);
+  const a2 = m.items.find((i) => i.key === "approval:appr_2");
+  assert.equal(a2.decision, "approved", "a decided approval keeps its decision");
+  assert.equal(a2.edited, true);
+});
+
+test("an approval decision: edited arguments only when they changed, a reason only with a denial", async () => {
+  const { decisionBody, timeLeft } = await import("../../src/ui/assets/approvals.js");
+  const args = { env: "prod", n: 1 };
+  assert.deepEqual(decisionBody("approve", args, JSON.stringify(args, null, 2), "x"), { decision: "approve" });
+  assert.deepEqual(decisionBody("approve", args, '{"env": "staging", "n": 1}', ""), { decision: "approve", args: { env: "staging", n: 1 } });
+  assert.throws(() => decisionBody("approve", args, "{env: staging}", ""), /not valid JSON/);
+  assert.deepEqual(decisionBody("deny", args, "garbage", "  freeze  "), { decision: "deny", reason: "freeze" });
+  assert.deepEqual(decisionBody("deny", args, "garbage", ""), { decision: "deny" });
+  assert.match(timeLeft(new Date(Date.now() + 125000).toISOString()), /^2 min \d+ s left$/);
+  assert.equal(timeLeft(new Date(Date.now() - 1000).toISOString()), "time is up");
+});
+
+test("a held tool row waits for approval, then runs or ends unrun", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "tool_started", seq: 1, tool_call_id: "t1", tool: "deploy" }, true);
+  m.apply({ type: "approval_required", approval: { id: "appr_1", tool: "deploy", tool_call_id: "t1", args: {} } }, false);
+  assert.equal(m.byKey.get("tool:t1").state, "waiting");
+  m.apply({ type: "approval_resolved", approval_id: "appr_1", decision: "approved", by: "me" }, false);
+  assert.equal(m.byKey.get("tool:t1").state, "running");
+  m.apply({ type: "tool_started", seq: 2, tool_call_id: "t2", tool: "deploy" }, true);
+  m.apply({ type: "approval_required", approval: { id: "appr_2", tool: "deploy", tool_call_id: "t2", args: {} } }, false);
+  m.apply({ type: "approval_resolved", approval_id: "appr_2", decision: "cancelled", by: "callbackd", reason: "its run ended" }, false);
+  assert.equal(m.byKey.get("tool:t2").state, "error");
+});

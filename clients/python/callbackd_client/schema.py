@@ -7,6 +7,18 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
 
 
+class AgentRef(TypedDict):
+    """The agent of a `run_started` event."""
+    id: str
+    model: NotRequired[Optional[str]]
+
+
+class Answer(TypedDict):
+    """`POST /v1/runs/{run_id}/resume` body."""
+    answer: str
+    question_id: str
+
+
 class ApprovalList(TypedDict):
     """`GET /v1/approvals` answer."""
     approvals: list[ApprovalView]
@@ -14,10 +26,12 @@ class ApprovalList(TypedDict):
 
 class ApprovalView(TypedDict):
     """An approval as the API and the stream show it."""
-    args: Any
+    approved_args: NotRequired[Any]
+    args: dict[str, Any]
     created_at: str
     decided_at: NotRequired[Optional[str]]
     decided_by: NotRequired[Optional[str]]
+    edited: bool
     expires_at: str
     id: str
     reason: NotRequired[Optional[str]]
@@ -36,19 +50,41 @@ class Created(TypedDict):
 
 class Decision(TypedDict):
     """`POST /v1/approvals/{id}` body."""
-    decision: str
+    args: NotRequired[Any]
+    decision: Verdict
     reason: NotRequired[Optional[str]]
 
 
 class EventPage(TypedDict):
     """A page of events."""
-    events: list[Any]
+    events: list[StreamEvent]
     next_after: NotRequired[Optional[int]]
+
+
+class Forked(TypedDict):
+    """`201` answer of `POST /v1/sessions/{session_id}/fork`."""
+    blobs_copied: int
+    session: Session
+    tools: list[str]
+
+
+class ForkedFrom(TypedDict):
+    """Where a forked session came from."""
+    at: str
+    run_id: str
+    session_id: str
+
+
+class NewFork(TypedDict):
+    """`POST /v1/sessions/{session_id}/fork` body."""
+    at: str
+    name: NotRequired[Optional[str]]
+    run_id: str
 
 
 class NewMessage(TypedDict):
     """`POST .../messages` body."""
-    text: NotRequired[Optional[str]]
+    text: str
 
 
 class NewSession(TypedDict):
@@ -67,6 +103,25 @@ class Problem(TypedDict):
     type: str
 
 
+class QuestionView(TypedDict):
+    """An open question of the model to the person."""
+    expires_at: str
+    id: str
+    options: list[str]
+    text: str
+
+
+class Retry(TypedDict):
+    """`POST /v1/runs/{run_id}/retry` body."""
+    text: NotRequired[Optional[str]]
+
+
+class RunInput(TypedDict):
+    """What a run was asked: the user message that started it."""
+    text: str
+    truncated: NotRequired[bool]
+
+
 class RunPage(TypedDict):
     """A page of runs."""
     next_cursor: NotRequired[Optional[str]]
@@ -79,16 +134,17 @@ class RunState(TypedDict):
     ended_at: NotRequired[Optional[str]]
     error: NotRequired[Optional[Problem]]
     events_expired_through: int
+    input: NotRequired[Optional[RunInput]]
     last_seq: int
     model: NotRequired[Optional[str]]
     output: NotRequired[Optional[str]]
     run_id: str
     session_id: str
     started_at: NotRequired[Optional[str]]
-    status: str
+    status: RunStatus
     tool_calls: list[ToolCallView]
     turn_number: NotRequired[Optional[int]]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class RunSummary(TypedDict):
@@ -96,15 +152,16 @@ class RunSummary(TypedDict):
     created_at: NotRequired[Optional[str]]
     ended_at: NotRequired[Optional[str]]
     error: NotRequired[Optional[Problem]]
+    input: NotRequired[Optional[RunInput]]
     last_seq: int
     model: NotRequired[Optional[str]]
     output: NotRequired[Optional[str]]
     run_id: str
     session_id: str
     started_at: NotRequired[Optional[str]]
-    status: str
+    status: RunStatus
     turn_number: NotRequired[Optional[int]]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class Session(TypedDict):
@@ -112,6 +169,7 @@ class Session(TypedDict):
     active_run_id: NotRequired[Optional[str]]
     created_at: NotRequired[Optional[str]]
     cwd: NotRequired[Optional[str]]
+    forked_from: NotRequired[Optional[ForkedFrom]]
     model: NotRequired[Optional[str]]
     name: NotRequired[Optional[str]]
     session_id: str
@@ -126,8 +184,9 @@ class SessionPage(TypedDict):
 
 
 class RunStartedEvent(TypedDict):
-    agent: Any
+    agent: AgentRef
     at: str
+    input: NotRequired[Optional[RunInput]]
     release_id: NotRequired[Optional[str]]
     run_id: str
     seq: int
@@ -158,11 +217,13 @@ class MessageSnapshotEvent(TypedDict):
 
 
 class ToolStartedEvent(TypedDict):
+    arguments: Any
     at: str
     run_id: str
     seq: int
     tool: str
     tool_call_id: str
+    truncated: NotRequired[bool]
     type: Literal["tool_started"]
 
 
@@ -170,10 +231,12 @@ class ToolCompletedEvent(TypedDict):
     at: str
     duration_ms: NotRequired[Optional[int]]
     outcome: str
+    result: Any
     run_id: str
     seq: int
     tool: str
     tool_call_id: str
+    truncated: NotRequired[bool]
     type: Literal["tool_completed"]
 
 
@@ -189,12 +252,12 @@ class ToolOutcomeUnknownEvent(TypedDict):
 
 class TaskEvent(TypedDict):
     at: str
-    progress: Any
+    progress: NotRequired[Optional[Scalar]]
     run_id: str
     seq: int
-    status: Any
-    task_id: Any
-    title: Any
+    status: NotRequired[Optional[Scalar]]
+    task_id: NotRequired[Optional[Scalar]]
+    title: NotRequired[Optional[str]]
     type: Literal["task"]
 
 
@@ -203,7 +266,7 @@ class UsageEvent(TypedDict):
     run_id: str
     seq: int
     type: Literal["usage"]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class CompletedEvent(TypedDict):
@@ -213,7 +276,7 @@ class CompletedEvent(TypedDict):
     seq: int
     status: str
     type: Literal["completed"]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class ErrorEvent(TypedDict):
@@ -223,12 +286,12 @@ class ErrorEvent(TypedDict):
     seq: int
     status: str
     type: Literal["error"]
-    usage: Any
+    usage: NotRequired[Optional[Usage]]
 
 
 class SdkMessageEvent(TypedDict):
     at: str
-    message: Any
+    message: dict[str, Any]
     run_id: str
     seq: int
     type: Literal["sdk_message"]
@@ -275,12 +338,26 @@ Sent on every (re)connect while it is pending."""
     type: Literal["approval_required"]
 
 
+class QuestionEvent(TypedDict):
+    """The model asks the person (built-in `ask_user`): answer with
+`POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
+while it is open; its end is an `approval_resolved` with its id."""
+    at: str
+    question: QuestionView
+    run_id: str
+    seq: int
+    type: Literal["question"]
+
+
 class ApprovalResolvedEvent(TypedDict):
-    """A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`."""
+    """A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
+(`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
+runs with arguments a person edited."""
     approval_id: str
     at: str
     by: NotRequired[Optional[str]]
     decision: str
+    edited: bool
     reason: NotRequired[Optional[str]]
     run_id: str
     seq: int
@@ -296,6 +373,23 @@ class UpToDateEvent(TypedDict):
     type: Literal["up_to_date"]
 
 
+class StreamToken(TypedDict):
+    """`POST /v1/runs/{run_id}/stream-token`: a short-lived, read-only credential for this run's
+stream, for a browser's `EventSource` (which cannot send headers)."""
+    expires_at: str
+    token: str
+
+
+class ToolCallDetail(TypedDict):
+    """A tool call in full."""
+    arguments: Any
+    result: Any
+    run_id: str
+    status: str
+    tool: str
+    tool_call_id: str
+
+
 class ToolCallView(TypedDict):
     """A tool call in a run's state."""
     cut_off: bool
@@ -307,7 +401,22 @@ class ToolCallView(TypedDict):
     tool_call_id: NotRequired[Optional[str]]
 
 
-ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
+class Usage(TypedDict):
+    """Token counts of a run (the bridge's `usage`; more counts may appear)."""
+    cacheReadTokens: NotRequired[Optional[int]]
+    cacheWriteTokens: NotRequired[Optional[int]]
+    inputTokens: NotRequired[Optional[int]]
+    outputTokens: NotRequired[Optional[int]]
+    totalTokens: NotRequired[Optional[int]]
+
+
+ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["method_not_allowed"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
+
+
+RunStatus = Literal["queued", "running", "finished", "error", "cancelled", "expired"]
+
+
+Scalar = Union[str, float, bool]
 
 
 StreamEvent = Union[
@@ -326,6 +435,10 @@ StreamEvent = Union[
     ReconnectEvent,
     StreamGapEvent,
     ApprovalRequiredEvent,
+    QuestionEvent,
     ApprovalResolvedEvent,
     UpToDateEvent,
 ]
+
+
+Verdict = Literal["approve", "deny"]

@@ -1,17 +1,17 @@
-//! [`ApprovalRecords`] on PostgreSQL: the `approvals` table of migration 0003, with the
-//! SQLite backend's semantics, except that a starting daemon cancels only the pending
-//! approvals of daemons that are gone (the others still wait in a live daemon).
+//! [`ApprovalRecords`] on PostgreSQL: the `approvals` table of migrations 0003 and 0004, with
+//! the SQLite backend's semantics: a pending approval belongs to the daemon that holds its
+//! call (`owner`) for as long as that daemon renews its lease.
 
 use tokio_postgres::types::Type;
 use tokio_postgres::Row;
 
-use super::records::gone_owner;
 use super::PgStore;
-use crate::store::approvals::{ApprovalRecord, ApprovalRecords};
+use crate::store::approvals::{ApprovalChange, ApprovalRecord, ApprovalRecords};
 use crate::store::{BoxFuture, Namespace, StoreError};
 
 const COLUMNS: &str = "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, \
-                       expires_at, state, decided_by, decided_at, reason";
+                       expires_at, state, decided_by, decided_at, reason, owner, lease_until, \
+                       approved_args";
 
 fn record(r: &Row) -> ApprovalRecord {
     let args: &str = r.get(6);
@@ -29,20 +29,25 @@ fn record(r: &Row) -> ApprovalRecord {
         decided_by: r.get(10),
         decided_at_ms: r.get(11),
         reason: r.get(12),
+        owner: r.get(13),
+        lease_until_ms: r.get(14),
+        approved_args: r
+            .get::<_, Option<&str>>(15)
+            .and_then(|a| serde_json::from_str(a).ok()),
     }
 }
 
 impl ApprovalRecords for PgStore {
     fn insert_approval(&self, rec: ApprovalRecord) -> BoxFuture<'_, Result<(), StoreError>> {
-        let owner = self.inner.instance.clone();
         self.run_tx(move |db| {
-            let (rec, owner) = (rec.clone(), owner.clone());
+            let rec = rec.clone();
             Box::pin(async move {
                 let args = rec.args.to_string();
+                let approved = rec.approved_args.as_ref().map(|a| a.to_string());
                 db.execute(
                     &format!(
-                        "INSERT INTO approvals ({COLUMNS}, owner) VALUES ($1, $2, $3, $4, $5, $6, \
-                         $7, $8, $9, $10, $11, $12, $13, $14)"
+                        "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, \
+                         $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
                     ),
                     &[
                         (&rec.id, Type::TEXT),
@@ -58,7 +63,9 @@ impl ApprovalRecords for PgStore {
                         (&rec.decided_by, Type::TEXT),
                         (&rec.decided_at_ms, Type::INT8),
                         (&rec.reason, Type::TEXT),
-                        (&owner, Type::TEXT),
+                        (&rec.owner, Type::TEXT),
+                        (&rec.lease_until_ms, Type::INT8),
+                        (&approved, Type::TEXT),
                     ],
                 )
                 .await?;
@@ -67,32 +74,47 @@ impl ApprovalRecords for PgStore {
         })
     }
 
-    fn decide_approval(
-        &self,
-        id: &str,
-        state: &'static str,
-        by: Option<String>,
-        reason: Option<String>,
-        at_ms: i64,
-    ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        let id = id.to_string();
+    fn change_approval(&self, c: ApprovalChange) -> BoxFuture<'_, Result<bool, StoreError>> {
         self.run_tx(move |db| {
-            let (id, by, reason) = (id.clone(), by.clone(), reason.clone());
+            let c = c.clone();
             Box::pin(async move {
+                let approved = c.approved_args.as_ref().map(|a| a.to_string());
+                let from: Vec<String> = c.from.iter().map(|s| s.to_string()).collect();
                 let n = db
                     .execute(
                         "UPDATE approvals SET state = $2, decided_by = $3, reason = $4, \
-                         decided_at = $5 WHERE id = $1 AND state = 'pending'",
+                         decided_at = $5, approved_args = $6 WHERE id = $1 AND state = ANY($7)",
                         &[
-                            (&id, Type::TEXT),
-                            (&state, Type::TEXT),
-                            (&by, Type::TEXT),
-                            (&reason, Type::TEXT),
-                            (&at_ms, Type::INT8),
+                            (&c.id, Type::TEXT),
+                            (&c.state, Type::TEXT),
+                            (&c.by, Type::TEXT),
+                            (&c.reason, Type::TEXT),
+                            (&c.at_ms, Type::INT8),
+                            (&approved, Type::TEXT),
+                            (&from, Type::TEXT_ARRAY),
                         ],
                     )
                     .await?;
                 Ok(n == 1)
+            })
+        })
+    }
+
+    fn renew_approval_leases(
+        &self,
+        owner: &str,
+        until_ms: i64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let owner = owner.to_string();
+        self.run_tx(move |db| {
+            let owner = owner.clone();
+            Box::pin(async move {
+                Ok(db
+                    .execute(
+                        "UPDATE approvals SET lease_until = $2 WHERE owner = $1 AND state = 'pending'",
+                        &[(&owner, Type::TEXT), (&until_ms, Type::INT8)],
+                    )
+                    .await?)
             })
         })
     }
@@ -140,25 +162,26 @@ impl ApprovalRecords for PgStore {
         })
     }
 
-    fn cancel_pending_approvals(&self, reason: &str) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn cancel_abandoned_approvals(
+        &self,
+        reason: &str,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Vec<ApprovalRecord>, StoreError>> {
         let reason = reason.to_string();
         self.run_tx(move |db| {
             let reason = reason.clone();
             Box::pin(async move {
-                let n = db
-                    .execute(
+                let rows = db
+                    .query(
                         &format!(
                             "UPDATE approvals SET state = 'cancelled', decided_by = 'callbackd', \
-                             reason = $1, decided_at = $2 WHERE state = 'pending' AND {}",
-                            gone_owner()
+                             reason = $1, decided_at = $2 \
+                             WHERE state = 'pending' AND lease_until < $2 RETURNING {COLUMNS}"
                         ),
-                        &[
-                            (&reason, Type::TEXT),
-                            (&crate::store::event_doc::now_ms(), Type::INT8),
-                        ],
+                        &[(&reason, Type::TEXT), (&now_ms, Type::INT8)],
                     )
                     .await?;
-                Ok(n)
+                Ok(rows.iter().map(record).collect())
             })
         })
     }

@@ -151,6 +151,10 @@ impl sql::Row for Row {
         self.try_get(i).map_err(column_error)
     }
 
+    fn bool(&self, i: usize) -> Result<bool, StoreError> {
+        self.try_get(i).map_err(column_error)
+    }
+
     fn bytes(&self, i: usize) -> Result<&[u8], StoreError> {
         self.try_get(i).map_err(column_error)
     }

@@ -21,6 +21,18 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_approvals",
         include_str!("../../../migrations/postgres/0003_approvals.sql"),
     ),
+    (
+        "0004_approval_leases",
+        include_str!("../../../migrations/postgres/0004_approval_leases.sql"),
+    ),
+    (
+        "0005_run_inputs",
+        include_str!("../../../migrations/postgres/0005_run_inputs.sql"),
+    ),
+    (
+        "0006_forks",
+        include_str!("../../../migrations/postgres/0006_forks.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -12,6 +12,7 @@ mod check;
 mod db;
 pub mod dump;
 mod error;
+mod forks;
 mod listen;
 pub mod migrate;
 mod records;
@@ -440,6 +441,10 @@ impl Store for PgStore {
     }
 
     fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
+        self
+    }
+
+    fn fork_records(self: Arc<Self>) -> Arc<dyn crate::store::forks::ForkRecords> {
         self
     }
 }

@@ -1,4 +1,5 @@
-//! [`RunRecords`] on PostgreSQL: the `tool_calls`, `event_meta` and `run_expiry` tables of
+//! The parts of [`RunRecords`](crate::store::RunRecords) that are PostgreSQL's own (the
+//! rest is [`sql::records`]): the `tool_calls`, `event_meta` and `run_expiry` tables of
 //! migration 0002, with the SQLite backend's semantics. Several daemons share them: each
 //! tool call row names the daemon that runs it (`owner`, its instance id), and a starting
 //! daemon interrupts only the running calls of daemons no longer connected.
@@ -6,11 +7,8 @@
 use tokio_postgres::types::Type;
 
 use super::PgStore;
-use crate::store::records::{
-    usage_sql, NamespaceUsage, PruneReport, RunPositions, RunRecords, ToolCallRecord,
-    ToolCallStart, ToolOutcome,
-};
-use crate::store::{BoxFuture, Namespace, StoreError};
+use crate::store::records::{PruneReport, ToolCallStart};
+use crate::store::{sql, BoxFuture, StoreError};
 
 /// A daemon's listening connection is named this, a space and its instance id: how other
 /// daemons tell that it is still alive.
@@ -37,63 +35,15 @@ fn number_field(field: &str) -> String {
     )
 }
 
-impl RunRecords for PgStore {
-    fn usage(
-        &self,
-        ns: Option<&Namespace>,
-    ) -> BoxFuture<'_, Result<Vec<NamespaceUsage>, StoreError>> {
-        let ns = ns.map(|n| n.as_str().to_string());
-        self.run_read(move |db| {
-            let ns = ns.clone();
-            Box::pin(async move {
-                let filter = if ns.is_some() { "WHERE ns = $1" } else { "" };
-                let sql = usage_sql(&|c| format!("octet_length({c})"), filter, "::int8");
-                let rows = match &ns {
-                    Some(ns) => db.query(&sql, &[(ns, Type::TEXT)]).await?,
-                    None => db.query(&sql, &[]).await?,
-                };
-                Ok(rows
-                    .iter()
-                    .map(|r| {
-                        let n = |i| r.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
-                        NamespaceUsage {
-                            namespace: r.get(0),
-                            agents: n(1),
-                            runs: n(2),
-                            events: n(3),
-                            checkpoints: n(4),
-                            memory_notes: n(5),
-                            stored_bytes: n(6),
-                        }
-                    })
-                    .collect())
-            })
-        })
-    }
+sql::records::impl_run_records!(PgStore);
 
-    fn agent_count(&self, ns: &Namespace) -> BoxFuture<'_, Result<u64, StoreError>> {
-        let ns = ns.as_str().to_string();
-        self.run_read(move |db| {
-            let ns = ns.clone();
-            Box::pin(async move {
-                let row = db
-                    .query_opt(
-                        "SELECT COUNT(*) FROM agents WHERE ns = $1",
-                        &[(&ns, Type::TEXT)],
-                    )
-                    .await?;
-                Ok(row.map_or(0, |r| r.get::<_, i64>(0).max(0) as u64))
-            })
-        })
-    }
-
-    fn tool_call_started(
+impl PgStore {
+    fn tool_call_start(
         &self,
-        ns: &Namespace,
+        ns: String,
         call: ToolCallStart,
         held: bool,
     ) -> BoxFuture<'_, Result<i64, StoreError>> {
-        let ns = ns.as_str().to_string();
         let owner = self.inner.instance.clone();
         let outcome = if held { "awaiting" } else { "running" };
         self.run_tx(move |db| {
@@ -121,144 +71,27 @@ impl RunRecords for PgStore {
         })
     }
 
-    fn tool_call_resumed(&self, id: i64) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.run_tx(move |db| {
-            Box::pin(async move {
-                db.execute(
-                    "UPDATE tool_calls SET outcome = 'running', started_at = $2 WHERE id = $1",
-                    &[
-                        (&id, Type::INT8),
-                        (&crate::store::event_doc::now_ms(), Type::INT8),
-                    ],
-                )
-                .await?;
-                Ok(())
-            })
-        })
-    }
-
-    fn tool_call_ended(
+    /// Read and recorded in one transaction.
+    fn snapshot_delta_of(
         &self,
-        id: i64,
-        outcome: ToolOutcome,
-        cut_off: bool,
-        ended_at_ms: i64,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
-        self.run_tx(move |db| {
-            Box::pin(async move {
-                db.execute(
-                    "UPDATE tool_calls SET ended_at = $2, outcome = $3, cut_off = $4 WHERE id = $1",
-                    &[
-                        (&id, Type::INT8),
-                        (&ended_at_ms, Type::INT8),
-                        (&outcome.as_str(), Type::TEXT),
-                        (&cut_off, Type::BOOL),
-                    ],
-                )
-                .await?;
-                Ok(())
-            })
-        })
-    }
-
-    fn tool_calls_of_run(
-        &self,
-        ns: &Namespace,
-        run_id: &str,
-    ) -> BoxFuture<'_, Result<Vec<ToolCallRecord>, StoreError>> {
-        let (ns, run_id) = (ns.as_str().to_string(), run_id.to_string());
-        self.run_read(move |db| {
-            let (ns, run_id) = (ns.clone(), run_id.clone());
-            Box::pin(async move {
-                let rows = db
-                    .query(
-                        "SELECT agent_id, run_id, tool_call_id, tool, started_at, ended_at, \
-                         outcome, cut_off FROM tool_calls WHERE ns = $1 AND run_id = $2 ORDER BY id",
-                        &[(&ns, Type::TEXT), (&run_id, Type::TEXT)],
-                    )
-                    .await?;
-                Ok(rows
-                    .iter()
-                    .map(|r| ToolCallRecord {
-                        agent_id: r.get(0),
-                        run_id: r.get(1),
-                        tool_call_id: r.get(2),
-                        tool: r.get(3),
-                        started_at_ms: r.get(4),
-                        ended_at_ms: r.get(5),
-                        outcome: ToolOutcome::parse(r.get(6)),
-                        cut_off: r.get(7),
-                    })
-                    .collect())
-            })
-        })
-    }
-
-    fn snapshot_delta(
-        &self,
-        ns: &Namespace,
-        run_id: &str,
+        key: [String; 2],
         seq: u64,
         new: Option<u32>,
     ) -> BoxFuture<'_, Result<u32, StoreError>> {
-        let (ns, run_id) = (ns.as_str().to_string(), run_id.to_string());
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-        self.run_tx(move |db| {
-            let (ns, run_id) = (ns.clone(), run_id.clone());
+        self.sql_write(move |x| {
+            let [ns, run_id] = key.clone();
             Box::pin(async move {
-                const READ: &str =
-                    "SELECT delta FROM event_meta WHERE ns = $1 AND run_id = $2 AND seq = $3";
-                let key = [
-                    (&ns as _, Type::TEXT),
-                    (&run_id as _, Type::TEXT),
-                    (&seq as _, Type::INT8),
-                ];
-                if let Some(row) = db.query_opt(READ, &key).await? {
-                    return Ok(u32::try_from(row.get::<_, i64>(0)).unwrap_or(0));
+                if let Some(delta) = sql::records::read_delta(x, &ns, &run_id, seq).await? {
+                    return Ok(delta);
                 }
                 let Some(new) = new else { return Ok(0) };
-                // The first value recorded wins, whichever daemon records it.
-                db.execute(
-                    "INSERT INTO event_meta (ns, run_id, seq, delta) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT DO NOTHING",
-                    &[
-                        (&ns, Type::TEXT),
-                        (&run_id, Type::TEXT),
-                        (&seq, Type::INT8),
-                        (&i64::from(new), Type::INT8),
-                    ],
-                )
-                .await?;
-                let row = db.query_opt(READ, &key).await?;
-                Ok(row.map_or(new, |r| u32::try_from(r.get::<_, i64>(0)).unwrap_or(0)))
+                sql::records::record_delta(x, &ns, &run_id, seq, new).await
             })
         })
     }
 
-    fn run_positions(
-        &self,
-        ns: &Namespace,
-        run_id: &str,
-    ) -> BoxFuture<'_, Result<RunPositions, StoreError>> {
-        let (ns, run_id) = (ns.as_str().to_string(), run_id.to_string());
-        self.run_read(move |db| {
-            let (ns, run_id) = (ns.clone(), run_id.clone());
-            Box::pin(async move {
-                let row = db
-                    .query_opt(
-                        "SELECT (SELECT max(seq) FROM run_events WHERE ns = $1 AND run_id = $2), \
-                         (SELECT expired_through FROM run_expiry WHERE ns = $1 AND run_id = $2)",
-                        &[(&ns, Type::TEXT), (&run_id, Type::TEXT)],
-                    )
-                    .await?;
-                let (max, expired): (Option<i64>, Option<i64>) =
-                    row.map_or((None, None), |r| (r.get(0), r.get(1)));
-                Ok(RunPositions::from_stored(max, expired))
-            })
-        })
-    }
-
-    fn prune_batch(
+    fn prune_runs(
         &self,
         ended_before_ms: i64,
         batch: usize,
@@ -318,7 +151,7 @@ impl RunRecords for PgStore {
         })
     }
 
-    fn interrupt_running_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn interrupt_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         self.run_tx(move |db| {
             Box::pin(async move {
                 let now = crate::store::event_doc::now_ms();

@@ -159,6 +159,21 @@ impl PgTransfer {
                         decided_at: r.get(11),
                         reason: r.get(12),
                     },
+                    Table::RunInputs => Row::RunInput {
+                        ns: r.get(0),
+                        run_id: r.get(1),
+                        text: r.get(2),
+                    },
+                    Table::SessionForks => Row::Fork {
+                        ns: r.get(0),
+                        agent_id: r.get(1),
+                        source_agent_id: r.get(2),
+                        source_run_id: r.get(3),
+                        at: r.get(4),
+                        model: r.get(5),
+                        tools: r.get(6),
+                        created_at: r.get(7),
+                    },
                 })
             })
             .collect()
@@ -195,6 +210,12 @@ impl PgTransfer {
                 Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => tx
                     .execute("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                         &[id, ns, agent_id, run_id, tool, tool_call_id, &args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason]).await?,
+                Row::RunInput { ns, run_id, text } => tx
+                    .execute("INSERT INTO run_inputs (ns, run_id, text) VALUES ($1, $2, $3)",
+                        &[ns, run_id, text]).await?,
+                Row::Fork { ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at } => tx
+                    .execute("INSERT INTO session_forks (ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                        &[ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at]).await?,
             };
         }
         tx.commit().await

@@ -1,20 +1,22 @@
 //! Deletes that reach across substores, kept in one place so every path removes the same
 //! rows: an agent takes its runs, their events, its checkpoints, its memory notes, its
-//! tool call records and approvals with it; a run takes its events. The run API's notes
-//! beside a run's events (`event_meta`, `run_expiry`) and, on PostgreSQL, the run's seq
-//! counter go with the events ([`Dialect::event_tables`](super::Dialect::event_tables)):
+//! tool call records, its approvals and its fork record (`session_forks`) with it; a run
+//! takes its events. The run API's notes beside a run's events (`event_meta`,
+//! `run_expiry`, the run's input in `run_inputs`) and, on PostgreSQL, the run's seq counter go with the events
+//! ([`Dialect::event_tables`](super::Dialect::event_tables)):
 //! a run whose events were all deleted numbers from 1 again.
 
 use super::{Conditions, Exec, Value};
 use crate::store::StoreOutput;
 
 /// The tables that hold rows of an agent (keyed by `(ns, agent_id, …)`), the agents last.
-const AGENT_TABLES: [&str; 6] = [
+const AGENT_TABLES: [&str; 7] = [
     "runs",
     "checkpoints",
     "memory_notes",
     "tool_calls",
     "approvals",
+    "session_forks",
     "agents",
 ];
 

@@ -52,8 +52,14 @@ impl Dialect {
     /// events by `max(seq) + 1` and has no counter.
     pub fn event_tables(self) -> &'static [&'static str] {
         match self {
-            Dialect::Sqlite => &["run_events", "event_meta", "run_expiry"],
-            Dialect::Postgres => &["run_seqs", "run_events", "event_meta", "run_expiry"],
+            Dialect::Sqlite => &["run_events", "event_meta", "run_expiry", "run_inputs"],
+            Dialect::Postgres => &[
+                "run_seqs",
+                "run_events",
+                "event_meta",
+                "run_expiry",
+                "run_inputs",
+            ],
         }
     }
 }

@@ -26,6 +26,7 @@ pub trait Row {
     fn int(&self, i: usize) -> Result<i64, StoreError>;
     fn opt_int(&self, i: usize) -> Result<Option<i64>, StoreError>;
     fn float(&self, i: usize) -> Result<f64, StoreError>;
+    fn bool(&self, i: usize) -> Result<bool, StoreError>;
     fn bytes(&self, i: usize) -> Result<&[u8], StoreError>;
 }
 

@@ -22,6 +22,7 @@ mod dialect;
 mod exec;
 pub mod memory;
 mod page;
+pub mod records;
 pub mod run_events;
 pub mod runs;
 pub mod transfer;

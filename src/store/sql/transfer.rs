@@ -26,9 +26,14 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
         ),
         Table::EventMeta => ("ns, run_id, seq, delta", "ns, run_id, seq"),
         Table::RunExpiry => ("ns, run_id, expired_through, pruned_at", "ns, run_id"),
+        Table::RunInputs => ("ns, run_id, text", "ns, run_id"),
         Table::Approvals => (
             "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason",
             "id",
+        ),
+        Table::SessionForks => (
+            "ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at",
+            "ns, agent_id",
         ),
     }
 }

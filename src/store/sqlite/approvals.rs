@@ -1,13 +1,14 @@
-//! [`ApprovalRecords`] on SQLite: the `approvals` table of migration 0003.
+//! [`ApprovalRecords`] on SQLite: the `approvals` table of migrations 0003 and 0004.
 
 use rusqlite::{params, OptionalExtension, Row};
 
 use super::SqliteStore;
-use crate::store::approvals::{ApprovalRecord, ApprovalRecords};
+use crate::store::approvals::{ApprovalChange, ApprovalRecord, ApprovalRecords};
 use crate::store::{BoxFuture, Namespace, StoreError};
 
 const COLUMNS: &str = "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, \
-                       expires_at, state, decided_by, decided_at, reason";
+                       expires_at, state, decided_by, decided_at, reason, owner, lease_until, \
+                       approved_args";
 
 fn record(r: &Row<'_>) -> rusqlite::Result<ApprovalRecord> {
     let args: String = r.get(6)?;
@@ -25,6 +26,11 @@ fn record(r: &Row<'_>) -> rusqlite::Result<ApprovalRecord> {
         decided_by: r.get(10)?,
         decided_at_ms: r.get(11)?,
         reason: r.get(12)?,
+        owner: r.get(13)?,
+        lease_until_ms: r.get(14)?,
+        approved_args: r
+            .get::<_, Option<String>>(15)?
+            .and_then(|a| serde_json::from_str(&a).ok()),
     })
 }
 
@@ -33,7 +39,7 @@ impl ApprovalRecords for SqliteStore {
         Box::pin(self.write_with(move |conn| {
             conn.prepare_cached(&format!(
                 "INSERT INTO approvals ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
-                 ?11, ?12, ?13)"
+                 ?11, ?12, ?13, ?14, ?15, ?16)"
             ))?
             .execute(params![
                 rec.id,
@@ -48,29 +54,49 @@ impl ApprovalRecords for SqliteStore {
                 rec.state,
                 rec.decided_by,
                 rec.decided_at_ms,
-                rec.reason
+                rec.reason,
+                rec.owner,
+                rec.lease_until_ms,
+                rec.approved_args.as_ref().map(|a| a.to_string()),
             ])?;
             Ok(())
         }))
     }
 
-    fn decide_approval(
-        &self,
-        id: &str,
-        state: &'static str,
-        by: Option<String>,
-        reason: Option<String>,
-        at_ms: i64,
-    ) -> BoxFuture<'_, Result<bool, StoreError>> {
-        let id = id.to_string();
+    fn change_approval(&self, c: ApprovalChange) -> BoxFuture<'_, Result<bool, StoreError>> {
         Box::pin(self.write_with(move |conn| {
+            let from = serde_json::to_string(c.from).unwrap_or_default();
             let n = conn
                 .prepare_cached(
-                    "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, decided_at = ?5 \
-                     WHERE id = ?1 AND state = 'pending'",
+                    "UPDATE approvals SET state = ?2, decided_by = ?3, reason = ?4, decided_at = ?5, \
+                     approved_args = ?6 \
+                     WHERE id = ?1 AND state IN (SELECT value FROM json_each(?7))",
                 )?
-                .execute(params![id, state, by, reason, at_ms])?;
+                .execute(params![
+                    c.id,
+                    c.state,
+                    c.by,
+                    c.reason,
+                    c.at_ms,
+                    c.approved_args.as_ref().map(|a| a.to_string()),
+                    from
+                ])?;
             Ok(n == 1)
+        }))
+    }
+
+    fn renew_approval_leases(
+        &self,
+        owner: &str,
+        until_ms: i64,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let owner = owner.to_string();
+        Box::pin(self.write_with(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "UPDATE approvals SET lease_until = ?2 WHERE owner = ?1 AND state = 'pending'",
+                )?
+                .execute(params![owner, until_ms])? as u64)
         }))
     }
 
@@ -110,15 +136,20 @@ impl ApprovalRecords for SqliteStore {
         })
     }
 
-    fn cancel_pending_approvals(&self, reason: &str) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn cancel_abandoned_approvals(
+        &self,
+        reason: &str,
+        now_ms: i64,
+    ) -> BoxFuture<'_, Result<Vec<ApprovalRecord>, StoreError>> {
         let reason = reason.to_string();
         Box::pin(self.write_with(move |conn| {
-            Ok(conn
-                .prepare_cached(
-                    "UPDATE approvals SET state = 'cancelled', decided_by = 'callbackd', \
-                     reason = ?1, decided_at = ?2 WHERE state = 'pending'",
-                )?
-                .execute(params![reason, crate::store::event_doc::now_ms()])? as u64)
+            let mut stmt = conn.prepare_cached(&format!(
+                "UPDATE approvals SET state = 'cancelled', decided_by = 'callbackd', \
+                 reason = ?1, decided_at = ?2 WHERE state = 'pending' AND lease_until < ?2 \
+                 RETURNING {COLUMNS}"
+            ))?;
+            let rows = stmt.query_map(params![reason, now_ms], record)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
         }))
     }
 }

@@ -98,6 +98,10 @@ impl Row for rusqlite::Row<'_> {
         Ok(self.get(i)?)
     }
 
+    fn bool(&self, i: usize) -> Result<bool, StoreError> {
+        Ok(self.get(i)?)
+    }
+
     fn bytes(&self, i: usize) -> Result<&[u8], StoreError> {
         Ok(self.get_ref(i)?.as_blob().map_err(rusqlite::Error::from)?)
     }

@@ -12,6 +12,7 @@ pub mod copy;
 pub mod dump;
 mod exec;
 pub mod files;
+mod forks;
 pub mod migrate;
 mod records;
 pub mod transfer;
@@ -354,6 +355,10 @@ impl Store for SqliteStore {
     }
 
     fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
+        self
+    }
+
+    fn fork_records(self: Arc<Self>) -> Arc<dyn crate::store::forks::ForkRecords> {
         self
     }
 }

@@ -1,16 +1,14 @@
-//! [`RunRecords`] on SQLite: the `tool_calls`, `event_meta` and `run_expiry` tables of
-//! migration 0002. Reads run on the caller's thread like store reads; writes go through the
-//! writer (so they share its commits and never race the bridge's appends).
+//! The parts of [`RunRecords`](crate::store::RunRecords) that are SQLite's own (the rest
+//! is [`sql::records`]): the `tool_calls`, `event_meta` and `run_expiry` tables of
+//! migration 0002. Reads run on read connections; writes go through the writer (so they
+//! share its commits and never race the bridge's appends).
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
 use super::SqliteStore;
 use crate::store::event_doc::now_ms;
-use crate::store::records::{
-    usage_sql, NamespaceUsage, PruneReport, RunPositions, RunRecords, ToolCallRecord,
-    ToolCallStart, ToolOutcome,
-};
-use crate::store::{BoxFuture, Namespace, StoreError};
+use crate::store::records::{PruneReport, ToolCallStart};
+use crate::store::{sql, BoxFuture, StoreError};
 
 /// Pages given back to the file system per prune batch (4 KiB each): bounded, so one batch
 /// never holds the writer for long.
@@ -19,60 +17,15 @@ const VACUUM_PAGES_PER_BATCH: u32 = 4096;
 /// The statuses after which a run changes no more.
 const TERMINAL: &str = "('finished','error','cancelled','expired')";
 
-impl RunRecords for SqliteStore {
-    fn usage(
-        &self,
-        ns: Option<&Namespace>,
-    ) -> BoxFuture<'_, Result<Vec<NamespaceUsage>, StoreError>> {
-        let ns = ns.map(|n| n.as_str().to_string());
-        Box::pin(self.read_with(move |conn| {
-            let filter = if ns.is_some() { "WHERE ns = ?1" } else { "" };
-            let sql = usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), filter, "");
-            let mut stmt = conn.prepare(&sql)?;
-            let row = |r: &rusqlite::Row<'_>| {
-                let n = |i| {
-                    r.get::<_, Option<i64>>(i)
-                        .map(|v| v.unwrap_or(0).max(0) as u64)
-                };
-                Ok(NamespaceUsage {
-                    namespace: r.get(0)?,
-                    agents: n(1)?,
-                    runs: n(2)?,
-                    events: n(3)?,
-                    checkpoints: n(4)?,
-                    memory_notes: n(5)?,
-                    stored_bytes: n(6)?,
-                })
-            };
-            let rows = match &ns {
-                Some(ns) => stmt
-                    .query_map(params![ns], row)?
-                    .collect::<Result<Vec<_>, _>>(),
-                None => stmt.query_map([], row)?.collect::<Result<Vec<_>, _>>(),
-            };
-            Ok(rows?)
-        }))
-    }
+sql::records::impl_run_records!(SqliteStore);
 
-    fn agent_count(&self, ns: &Namespace) -> BoxFuture<'_, Result<u64, StoreError>> {
-        let ns = ns.as_str().to_string();
-        Box::pin(async move {
-            self.readers.with(|conn| {
-                let n: i64 = conn
-                    .prepare_cached("SELECT COUNT(*) FROM agents WHERE ns = ?1")?
-                    .query_row(params![ns], |r| r.get(0))?;
-                Ok(n.max(0) as u64)
-            })
-        })
-    }
-
-    fn tool_call_started(
+impl SqliteStore {
+    fn tool_call_start(
         &self,
-        ns: &Namespace,
+        ns: String,
         call: ToolCallStart,
         held: bool,
     ) -> BoxFuture<'_, Result<i64, StoreError>> {
-        let ns = ns.as_str().to_string();
         Box::pin(self.write_with(move |conn| {
             conn.prepare_cached(
                 "INSERT INTO tool_calls (ns, agent_id, run_id, tool_call_id, tool, started_at, \
@@ -91,124 +44,34 @@ impl RunRecords for SqliteStore {
         }))
     }
 
-    fn tool_call_resumed(&self, id: i64) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(self.write_with(move |conn| {
-            conn.prepare_cached(
-                "UPDATE tool_calls SET outcome = 'running', started_at = ?2 WHERE id = ?1",
-            )?
-            .execute(params![id, now_ms()])?;
-            Ok(())
-        }))
-    }
-
-    fn tool_call_ended(
+    /// Read on a read connection first: only a first sighting goes through the writer.
+    fn snapshot_delta_of(
         &self,
-        id: i64,
-        outcome: ToolOutcome,
-        cut_off: bool,
-        ended_at_ms: i64,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(self.write_with(move |conn| {
-            conn.prepare_cached(
-                "UPDATE tool_calls SET ended_at = ?2, outcome = ?3, cut_off = ?4 WHERE id = ?1",
-            )?
-            .execute(params![id, ended_at_ms, outcome.as_str(), cut_off])?;
-            Ok(())
-        }))
-    }
-
-    fn tool_calls_of_run(
-        &self,
-        ns: &Namespace,
-        run_id: &str,
-    ) -> BoxFuture<'_, Result<Vec<ToolCallRecord>, StoreError>> {
-        let (ns, run_id) = (ns.as_str().to_string(), run_id.to_string());
-        Box::pin(async move {
-            self.readers.with(|conn| {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, \
-                     cut_off FROM tool_calls WHERE ns = ?1 AND run_id = ?2 ORDER BY id",
-                )?;
-                let rows = stmt.query_map(params![ns, run_id], |r| {
-                    Ok(ToolCallRecord {
-                        agent_id: r.get(0)?,
-                        run_id: r.get(1)?,
-                        tool_call_id: r.get(2)?,
-                        tool: r.get(3)?,
-                        started_at_ms: r.get(4)?,
-                        ended_at_ms: r.get(5)?,
-                        outcome: ToolOutcome::parse(&r.get::<_, String>(6)?),
-                        cut_off: r.get(7)?,
-                    })
-                })?;
-                Ok(rows.collect::<Result<Vec<_>, _>>()?)
-            })
-        })
-    }
-
-    fn snapshot_delta(
-        &self,
-        ns: &Namespace,
-        run_id: &str,
+        [ns, run_id]: [String; 2],
         seq: u64,
         new: Option<u32>,
     ) -> BoxFuture<'_, Result<u32, StoreError>> {
-        let (ns, run_id) = (ns.as_str().to_string(), run_id.to_string());
+        let seq = seq as i64;
         Box::pin(async move {
-            let read = |conn: &rusqlite::Connection| -> Result<Option<u32>, StoreError> {
-                Ok(conn
-                    .prepare_cached(
-                        "SELECT delta FROM event_meta WHERE ns = ?1 AND run_id = ?2 AND seq = ?3",
-                    )?
-                    .query_row(params![ns, run_id, seq as i64], |r| r.get(0))
-                    .optional()?)
-            };
-            if let Some(delta) = self.readers.with(read)? {
+            let key = [ns, run_id];
+            let k = key.clone();
+            let read = self.sql_read(move |x| {
+                let [ns, run_id] = k.clone();
+                Box::pin(async move { sql::records::read_delta(x, &ns, &run_id, seq).await })
+            });
+            if let Some(delta) = read.await? {
                 return Ok(delta);
             }
             let Some(new) = new else { return Ok(0) };
-            let (ns, run_id) = (ns.clone(), run_id.clone());
-            self.write_with(move |conn| {
-                conn.prepare_cached(
-                    "INSERT INTO event_meta (ns, run_id, seq, delta) VALUES (?1, ?2, ?3, ?4) \
-                     ON CONFLICT DO NOTHING",
-                )?
-                .execute(params![ns, run_id, seq as i64, new])?;
-                Ok(conn
-                    .prepare_cached(
-                        "SELECT delta FROM event_meta WHERE ns = ?1 AND run_id = ?2 AND seq = ?3",
-                    )?
-                    .query_row(params![ns, run_id, seq as i64], |r| r.get(0))?)
+            self.sql_write(move |x| {
+                let [ns, run_id] = key.clone();
+                Box::pin(async move { sql::records::record_delta(x, &ns, &run_id, seq, new).await })
             })
             .await
         })
     }
 
-    fn run_positions(
-        &self,
-        ns: &Namespace,
-        run_id: &str,
-    ) -> BoxFuture<'_, Result<RunPositions, StoreError>> {
-        let (ns, run_id) = (ns.as_str().to_string(), run_id.to_string());
-        Box::pin(async move {
-            self.readers.with(|conn| {
-                let max: Option<i64> = conn
-                    .prepare_cached(
-                        "SELECT max(seq) FROM run_events WHERE ns = ?1 AND run_id = ?2",
-                    )?
-                    .query_row(params![ns, run_id], |r| r.get(0))?;
-                let expired: Option<i64> = conn
-                    .prepare_cached(
-                        "SELECT expired_through FROM run_expiry WHERE ns = ?1 AND run_id = ?2",
-                    )?
-                    .query_row(params![ns, run_id], |r| r.get(0))
-                    .optional()?;
-                Ok(RunPositions::from_stored(max, expired))
-            })
-        })
-    }
-
-    fn prune_batch(
+    fn prune_runs(
         &self,
         ended_before_ms: i64,
         batch: usize,
@@ -257,7 +120,7 @@ impl RunRecords for SqliteStore {
         }))
     }
 
-    fn interrupt_running_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
+    fn interrupt_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(self.write_with(|conn| {
             let interrupted = conn
                 .prepare_cached(

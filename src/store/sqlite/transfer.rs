@@ -160,6 +160,21 @@ impl SqliteTransfer {
                     decided_at: r.get(11)?,
                     reason: r.get(12)?,
                 },
+                Table::RunInputs => Row::RunInput {
+                    ns: r.get(0)?,
+                    run_id: r.get(1)?,
+                    text: r.get(2)?,
+                },
+                Table::SessionForks => Row::Fork {
+                    ns: r.get(0)?,
+                    agent_id: r.get(1)?,
+                    source_agent_id: r.get(2)?,
+                    source_run_id: r.get(3)?,
+                    at: r.get(4)?,
+                    model: r.get(5)?,
+                    tools: r.get(6)?,
+                    created_at: r.get(7)?,
+                },
             });
         }
         Ok(out)
@@ -196,6 +211,12 @@ impl SqliteTransfer {
                 Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => tx
                     .prepare_cached("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")?
                     .execute(rusqlite::params![id, ns, agent_id, run_id, tool, tool_call_id, args.as_str(), created_at, expires_at, state, decided_by, decided_at, reason])?,
+                Row::RunInput { ns, run_id, text } => tx
+                    .prepare_cached("INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3)")?
+                    .execute(rusqlite::params![ns, run_id, text])?,
+                Row::Fork { ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at } => tx
+                    .prepare_cached("INSERT INTO session_forks (ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+                    .execute(rusqlite::params![ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at])?,
             };
         }
         tx.commit()

@@ -4,6 +4,7 @@ import * as api from "./api.js";
 import { h, fill, when, short } from "./dom.js";
 import { Follower } from "./follow.js";
 import { RunModel, RunView } from "./run.js";
+import { approvalsPage, watchCount } from "./approvals.js";
 
 const main = document.getElementById("main");
 const dialog = document.getElementById("token-dialog");
@@ -15,6 +16,7 @@ const forget = document.getElementById("forget");
 
 let me = null; // {namespace, role}
 let teardown = () => {};
+let countTimer = null;
 let asking = null;
 let identifying = false;
 let tokenGiven = null; // closes the open token prompt (a token arrived another way)
@@ -86,6 +88,7 @@ async function identifyLoop(firstMessage) {
       roleEl.className = `role role-${me.role}`;
       forget.hidden = false;
       document.body.dataset.role = me.role;
+      if (!countTimer) countTimer = watchCount(document.getElementById("approvals-count"), api);
       return;
     } catch (e) {
       if (e.status === 401) {
@@ -124,6 +127,7 @@ function route() {
   main.replaceChildren();
   if (parts[0] === "sessions" && parts[1]) sessionPage(parts[1]);
   else if (parts[0] === "runs" && parts[1]) runPage({ runId: parts[1] });
+  else if (parts[0] === "approvals") approvalsPage(main, api, canWrite, (f) => { teardown = f; });
   else sessionsPage();
 }
 
@@ -399,9 +403,10 @@ async function runPage({ runId, send }) {
     // A held tool call: the person watching decides (the stream then says approval_resolved).
     view.onDecide = async (id, decision) => {
       try {
-        await api.post(`/v1/approvals/${api.enc(id)}`, { decision });
+        await api.post(`/v1/approvals/${api.enc(id)}`, decision);
       } catch (e) {
-        cancelNote.textContent = `the ${decision} was not taken: ${e.detail || e.message}`;
+        cancelNote.textContent = `the ${decision.decision} was not taken: ${e.detail || e.message}`;
+        throw e;
       }
     };
   }

@@ -2,9 +2,10 @@
 // and a view that renders it. Rows are keyed (a tool call by its id, a message by its id, a
 // step by its seq), so an event applied twice updates its row instead of adding one.
 
+import { decisionForm, timeLeft } from "./approvals.js";
 import { h, fill, when, ms, short } from "./dom.js";
 
-const TOOL_LABEL = { running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
+const TOOL_LABEL = { waiting: "waiting for approval", running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
 
 export class RunModel {
   constructor(runId) {
@@ -101,12 +102,20 @@ export class RunModel {
       case "sdk_message":
         this.upsert(`seq:${ev.seq}`, { kind: "raw", seq: ev.seq, message: ev.message });
         break;
-      case "approval_required":
+      case "approval_required": {
         this.upsert(`approval:${ev.approval?.id}`, { kind: "approval", approval: ev.approval, decision: null });
+        // The held call's row waits for a person, it does not run.
+        const tool = ev.approval?.tool_call_id && this.byKey.get(`tool:${ev.approval.tool_call_id}`);
+        if (tool && tool.state === "running") this.upsert(tool.key, { state: "waiting" });
         break;
-      case "approval_resolved":
-        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason });
+      }
+      case "approval_resolved": {
+        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited });
+        const callId = this.byKey.get(`approval:${ev.approval_id}`)?.approval?.tool_call_id;
+        const tool = callId && this.byKey.get(`tool:${callId}`);
+        if (tool && tool.state === "waiting") this.upsert(tool.key, { state: ev.decision === "approved" ? "running" : "error", reason: ev.decision === "approved" ? undefined : `${ev.decision}: not run` });
         break;
+      }
       default:
         break; // control events (up_to_date, reconnect, stream_gap) change the connection, not the run
     }
@@ -116,7 +125,12 @@ export class RunModel {
    * answer is dropped) is abandoned: the run will never see its result. */
   abandonRunning() {
     for (const i of this.items) {
-      if (i.kind === "tool" && i.state === "running") {
+      // A held call of an ended run never runs: no buttons, and why.
+      if (i.kind === "approval" && !i.decision) {
+        Object.assign(i, { decision: "cancelled", by: "callbackd", reason: "the run ended while it waited for a decision; it was not run" });
+        i.rev = (i.rev || 0) + 1;
+      }
+      if (i.kind === "tool" && (i.state === "running" || i.state === "waiting")) {
         Object.assign(i, { state: "abandoned", reason: "the run ended before this call did" });
         i.rev = (i.rev || 0) + 1;
       }
@@ -326,12 +340,12 @@ function renderItem(li, item, decide) {
       fill(li,
         h("span.label", {}, "approval"),
         h("span.tool-name", {}, item.approval?.tool || ""),
-        item.approval?.args ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
-        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}` : "waits for a decision"),
+        item.approval?.args && !pending ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
+        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}${item.edited ? " (with edited arguments)" : ""}` : "waits for a decision"),
         item.reason ? h("span.reason", {}, item.reason) : null,
-        pending ? h("span.decide", {},
-          h("button.primary", { type: "button", onclick: () => decide(li.dataset.approvalId, "approve") }, "Approve"),
-          h("button.danger", { type: "button", onclick: () => decide(li.dataset.approvalId, "deny") }, "Deny")) : null);
+        item.approval?.expires_at && !item.decision ? h("span.time-left", {}, timeLeft(item.approval.expires_at)) : null,
+        pending ? h("pre.args", {}, JSON.stringify(item.approval?.args ?? {}, null, 2)) : null,
+        pending ? decisionForm(item.approval || {}, (body) => decide(li.dataset.approvalId, body)) : null);
       break;
     }
     default:

@@ -1,0 +1,58 @@
+//! The daemon's default-level log of runs: one line when a run starts (the bridge stores its
+//! `request` event) and one when it ends (its terminal `status` event), read from the
+//! `runEvents.append` calls that the store committed. Every other store call is a `debug`
+//! line of its own (see `store.rs`).
+
+use serde_json::Value;
+
+use crate::store::{Namespace, StoreCall};
+
+/// A run's start or end, from the append that records it.
+pub(super) enum Lifecycle {
+    Started { run_id: String },
+    Ended { run_id: String, status: String },
+}
+
+impl Lifecycle {
+    /// The start or end an append records, if any. Payloads that cannot be either are not
+    /// parsed (a cheap text check first: most appends are deltas, messages and tool calls).
+    pub(super) fn of(call: &StoreCall) -> Option<Lifecycle> {
+        let StoreCall::EventsAppend(event) = call else {
+            return None;
+        };
+        let text = event.payload.as_ref();
+        if !text.contains("\"request\"") && !text.contains("\"status\"") {
+            return None;
+        }
+        let payload: Value = serde_json::from_str(text).ok()?;
+        if payload.get("type").and_then(Value::as_str) != Some("sdk_message") {
+            return None;
+        }
+        let message = payload.get("message")?;
+        let run_id = event.run_id.clone();
+        match message.get("type").and_then(Value::as_str)? {
+            "request" => Some(Lifecycle::Started { run_id }),
+            "status" => {
+                let status = message.get("status").and_then(Value::as_str)?;
+                matches!(status, "FINISHED" | "CANCELLED" | "EXPIRED" | "ERROR").then(|| {
+                    Lifecycle::Ended {
+                        run_id,
+                        status: status.to_ascii_lowercase(),
+                    }
+                })
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn log(&self, ns: &Namespace) {
+        match self {
+            Lifecycle::Started { run_id } => {
+                tracing::info!(target: "callbackd::runs", namespace = ns.as_str(), run_id, "run started");
+            }
+            Lifecycle::Ended { run_id, status } => {
+                tracing::info!(target: "callbackd::runs", namespace = ns.as_str(), run_id, status, "run ended");
+            }
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! [`RunRecords`](crate::store::RunRecords): the `tool_calls`, `event_meta` and
+//! `run_expiry` tables of migration 0002. The reads and the plain updates are written once
+//! here; what truly differs stays with each backend (how a started call gets its id and, on
+//! PostgreSQL, its owning daemon; pruning; interrupting the calls of a stopped daemon; where
+//! an event's snapshot delta is read first).
+
+use super::{sql, Dialect, Exec, Value};
+use crate::store::event_doc::now_ms;
+use crate::store::records::{usage_sql, NamespaceUsage, RunPositions, ToolCallRecord, ToolOutcome};
+
+/// What each namespace holds (only `ns`, when given).
+pub async fn usage<X: Exec>(x: &X, ns: Option<&str>) -> Result<Vec<NamespaceUsage>, X::Error> {
+    let filter = match ns {
+        Some(_) => format!("WHERE ns = {}", X::DIALECT.param(1)),
+        None => String::new(),
+    };
+    let sql = match X::DIALECT {
+        Dialect::Sqlite => usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), &filter, ""),
+        Dialect::Postgres => usage_sql(&|c| format!("octet_length({c})"), &filter, "::int8"),
+    };
+    let params: &[Value] = match &ns {
+        Some(ns) => &[Value::Text(ns)],
+        None => &[],
+    };
+    x.all(&sql, params, |r| {
+        let n = |i| Ok::<_, crate::store::StoreError>(r.opt_int(i)?.unwrap_or(0).max(0) as u64);
+        Ok(NamespaceUsage {
+            namespace: r.text(0)?.to_string(),
+            agents: n(1)?,
+            runs: n(2)?,
+            events: n(3)?,
+            checkpoints: n(4)?,
+            memory_notes: n(5)?,
+            stored_bytes: n(6)?,
+        })
+    })
+    .await
+}
+
+pub async fn agent_count<X: Exec>(x: &X, ns: &str) -> Result<u64, X::Error> {
+    let sql = sql!("SELECT COUNT(*) FROM agents WHERE ns = ?1");
+    let n = x
+        .first(sql.get(X::DIALECT), &[Value::Text(ns)], |r| r.int(0))
+        .await?;
+    Ok(n.map_or(0, |n| n.max(0) as u64))
+}
+
+pub async fn tool_call_resumed<X: Exec>(x: &X, id: i64) -> Result<(), X::Error> {
+    let sql = sql!("UPDATE tool_calls SET outcome = 'running', started_at = ?2 WHERE id = ?1");
+    let params = [Value::Int(id), Value::Int(now_ms())];
+    x.execute(sql.get(X::DIALECT), &params).await?;
+    Ok(())
+}
+
+pub async fn tool_call_ended<X: Exec>(
+    x: &X,
+    id: i64,
+    outcome: ToolOutcome,
+    cut_off: bool,
+    ended_at_ms: i64,
+) -> Result<(), X::Error> {
+    let sql = sql!("UPDATE tool_calls SET ended_at = ?2, outcome = ?3, cut_off = ?4 WHERE id = ?1");
+    let params = [
+        Value::Int(id),
+        Value::Int(ended_at_ms),
+        Value::Text(outcome.as_str()),
+        Value::Bool(cut_off),
+    ];
+    x.execute(sql.get(X::DIALECT), &params).await?;
+    Ok(())
+}
+
+pub async fn tool_calls_of_run<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+) -> Result<Vec<ToolCallRecord>, X::Error> {
+    let sql = sql!(
+        "SELECT agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, \
+         cut_off FROM tool_calls WHERE ns = ?1 AND run_id = ?2 ORDER BY id"
+    );
+    x.all(
+        sql.get(X::DIALECT),
+        &[Value::Text(ns), Value::Text(run_id)],
+        |r| {
+            Ok(ToolCallRecord {
+                agent_id: r.text(0)?.to_string(),
+                run_id: r.opt_text(1)?.map(str::to_string),
+                tool_call_id: r.opt_text(2)?.map(str::to_string),
+                tool: r.text(3)?.to_string(),
+                started_at_ms: r.int(4)?,
+                ended_at_ms: r.opt_int(5)?,
+                outcome: ToolOutcome::parse(r.text(6)?),
+                cut_off: r.bool(7)?,
+            })
+        },
+    )
+    .await
+}
+
+/// The delta recorded for event `seq` of a run, if any.
+pub async fn read_delta<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+    seq: i64,
+) -> Result<Option<u32>, X::Error> {
+    let sql = sql!("SELECT delta FROM event_meta WHERE ns = ?1 AND run_id = ?2 AND seq = ?3");
+    let params = [Value::Text(ns), Value::Text(run_id), Value::Int(seq)];
+    let delta = x.first(sql.get(X::DIALECT), &params, |r| r.int(0)).await?;
+    Ok(delta.map(|d| u32::try_from(d).unwrap_or(0)))
+}
+
+/// Records `new` as the delta of event `seq` unless one is recorded (the first value
+/// recorded wins, whichever daemon records it); the recorded one.
+pub async fn record_delta<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+    seq: i64,
+    new: u32,
+) -> Result<u32, X::Error> {
+    let sql = sql!(
+        "INSERT INTO event_meta (ns, run_id, seq, delta) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT DO NOTHING"
+    );
+    let params = [
+        Value::Text(ns),
+        Value::Text(run_id),
+        Value::Int(seq),
+        Value::Int(i64::from(new)),
+    ];
+    x.execute(sql.get(X::DIALECT), &params).await?;
+    Ok(read_delta(x, ns, run_id, seq).await?.unwrap_or(new))
+}
+
+pub async fn run_positions<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+) -> Result<RunPositions, X::Error> {
+    let sql = sql!(
+        "SELECT (SELECT max(seq) FROM run_events WHERE ns = ?1 AND run_id = ?2), \
+         (SELECT expired_through FROM run_expiry WHERE ns = ?1 AND run_id = ?2)"
+    );
+    let params = [Value::Text(ns), Value::Text(run_id)];
+    let row = x.first(sql.get(X::DIALECT), &params, |r| {
+        Ok((r.opt_int(0)?, r.opt_int(1)?))
+    });
+    let (max, expired) = row.await?.unwrap_or((None, None));
+    Ok(RunPositions::from_stored(max, expired))
+}
+
+/// Keeps the text a run was started with (the first one kept wins: a retried append of the
+/// same run does not replace it).
+pub async fn set_run_input<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+    text: &str,
+) -> Result<(), X::Error> {
+    let sql = sql!(
+        "INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING"
+    );
+    let params = [Value::Text(ns), Value::Text(run_id), Value::Text(text)];
+    x.execute(sql.get(X::DIALECT), &params).await?;
+    Ok(())
+}
+
+/// The kept inputs of those runs that have one.
+pub async fn run_inputs<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_ids: &[String],
+) -> Result<std::collections::HashMap<String, String>, X::Error> {
+    let sql = format!(
+        "SELECT run_id, text FROM run_inputs WHERE ns = {} AND {}",
+        X::DIALECT.param(1),
+        X::DIALECT.in_list("run_id", 2)
+    );
+    let params = [Value::Text(ns), Value::TextList(run_ids)];
+    let rows = x
+        .all(&sql, &params, |r| {
+            Ok((r.text(0)?.to_string(), r.text(1)?.to_string()))
+        })
+        .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// `impl RunRecords for $store`, for a store with `sql_read` and `sql_write` and its own
+/// `tool_call_start`, `snapshot_delta_of`, `prune_runs` and `interrupt_tool_calls`.
+macro_rules! impl_run_records {
+    ($store:ty) => {
+        impl $crate::store::RunRecords for $store {
+            fn usage(
+                &self,
+                ns: Option<&$crate::store::Namespace>,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<Vec<$crate::store::records::NamespaceUsage>, $crate::store::StoreError>,
+            > {
+                let ns = ns.map(|n| n.as_str().to_string());
+                self.sql_read(move |x| {
+                    let ns = ns.clone();
+                    Box::pin(
+                        async move { $crate::store::sql::records::usage(x, ns.as_deref()).await },
+                    )
+                })
+            }
+
+            fn agent_count(
+                &self,
+                ns: &$crate::store::Namespace,
+            ) -> $crate::store::BoxFuture<'_, Result<u64, $crate::store::StoreError>> {
+                let [ns] = $crate::store::sql::owned([ns.as_str()]);
+                self.sql_read(move |x| {
+                    let ns = ns.clone();
+                    Box::pin(async move { $crate::store::sql::records::agent_count(x, &ns).await })
+                })
+            }
+
+            fn tool_call_started(
+                &self,
+                ns: &$crate::store::Namespace,
+                call: $crate::store::records::ToolCallStart,
+                held: bool,
+            ) -> $crate::store::BoxFuture<'_, Result<i64, $crate::store::StoreError>> {
+                self.tool_call_start(ns.as_str().to_string(), call, held)
+            }
+
+            fn tool_call_resumed(
+                &self,
+                id: i64,
+            ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
+                self.sql_write(move |x| {
+                    Box::pin(
+                        async move { $crate::store::sql::records::tool_call_resumed(x, id).await },
+                    )
+                })
+            }
+
+            fn tool_call_ended(
+                &self,
+                id: i64,
+                outcome: $crate::store::records::ToolOutcome,
+                cut_off: bool,
+                ended_at_ms: i64,
+            ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
+                self.sql_write(move |x| {
+                    Box::pin(async move {
+                        $crate::store::sql::records::tool_call_ended(
+                            x,
+                            id,
+                            outcome,
+                            cut_off,
+                            ended_at_ms,
+                        )
+                        .await
+                    })
+                })
+            }
+
+            fn tool_calls_of_run(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<Vec<$crate::store::records::ToolCallRecord>, $crate::store::StoreError>,
+            > {
+                let args = $crate::store::sql::owned([ns.as_str(), run_id]);
+                self.sql_read(move |x| {
+                    let [ns, run_id] = args.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::records::tool_calls_of_run(x, &ns, &run_id).await
+                    })
+                })
+            }
+
+            fn snapshot_delta(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+                seq: u64,
+                new: Option<u32>,
+            ) -> $crate::store::BoxFuture<'_, Result<u32, $crate::store::StoreError>> {
+                self.snapshot_delta_of($crate::store::sql::owned([ns.as_str(), run_id]), seq, new)
+            }
+
+            fn set_run_input(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+                text: &str,
+            ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
+                let args = $crate::store::sql::owned([ns.as_str(), run_id, text]);
+                self.sql_write(move |x| {
+                    let [ns, run_id, text] = args.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::records::set_run_input(x, &ns, &run_id, &text).await
+                    })
+                })
+            }
+
+            fn run_inputs(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_ids: &[String],
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<std::collections::HashMap<String, String>, $crate::store::StoreError>,
+            > {
+                let ns = ns.as_str().to_string();
+                let run_ids = run_ids.to_vec();
+                self.sql_read(move |x| {
+                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::records::run_inputs(x, &ns, &run_ids).await
+                    })
+                })
+            }
+
+            fn run_positions(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<$crate::store::records::RunPositions, $crate::store::StoreError>,
+            > {
+                let args = $crate::store::sql::owned([ns.as_str(), run_id]);
+                self.sql_read(move |x| {
+                    let [ns, run_id] = args.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::records::run_positions(x, &ns, &run_id).await
+                    })
+                })
+            }
+
+            fn prune_batch(
+                &self,
+                ended_before_ms: i64,
+                batch: usize,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<$crate::store::records::PruneReport, $crate::store::StoreError>,
+            > {
+                self.prune_runs(ended_before_ms, batch)
+            }
+
+            fn interrupt_running_tool_calls(
+                &self,
+            ) -> $crate::store::BoxFuture<'_, Result<u64, $crate::store::StoreError>> {
+                self.interrupt_tool_calls()
+            }
+        }
+    };
+}
+pub(crate) use impl_run_records;

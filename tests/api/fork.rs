@@ -1,0 +1,497 @@
+//! Forking a session (`POST /v1/sessions/{id}/fork`) and retrying a run (`POST
+//! /v1/runs/{id}/retry`) on the real server, on both backends. The bridge is played by store
+//! calls: three finished turns whose checkpoint blobs reference each other by raw SHA-256,
+//! as the bridge's do (contract §5.3); the end-to-end suite does the same with the real one.
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::helpers::{agent, run, TestApp};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+
+/// A blob: its id (hex SHA-256) and bytes.
+struct Blob {
+    id: String,
+    raw: [u8; 32],
+    data: Vec<u8>,
+}
+
+fn blob(data: Vec<u8>) -> Blob {
+    let raw: [u8; 32] = Sha256::digest(&data).into();
+    let id = raw.iter().map(|b| format!("{b:02x}")).collect();
+    Blob { id, raw, data }
+}
+
+/// A turn's blobs: the user message, a turn structure naming it, and a root naming every
+/// turn so far.
+struct Turn {
+    user: Blob,
+    turn: Blob,
+    root: Blob,
+}
+
+async fn put(app: &TestApp, agent_id: &str, b: &Blob) {
+    app.store_ok(
+        "checkpoints",
+        "create",
+        json!({"agentId": agent_id, "blobId": b.id, "data": STANDARD.encode(&b.data)}),
+    )
+    .await;
+}
+
+fn reference(b: &Blob) -> Value {
+    json!({"schemaVersion": 1, "rootBlobId": b.id})
+}
+
+/// Session `a1` with three finished turns `r1`..`r3`; returns their blobs.
+async fn three_turns(app: &TestApp) -> Vec<Turn> {
+    app.store_ok(
+        "agents",
+        "create",
+        json!({"agent": agent("a1", "/ws", 1_780_000_000_000)}),
+    )
+    .await;
+    let mut turns: Vec<Turn> = Vec::new();
+    for k in 1..=3 {
+        let user = blob(format!("\n\x0bprompt of turn {k}").into_bytes());
+        let mut t = b"\x0a\x20".to_vec();
+        t.extend_from_slice(&user.raw);
+        t.extend_from_slice(format!("answer {k}").as_bytes());
+        let turn = blob(t);
+        let mut r = Vec::new();
+        for earlier in turns.iter().map(|t| &t.turn).chain([&turn]) {
+            r.extend_from_slice(b"\x0a\x20");
+            r.extend_from_slice(&earlier.raw);
+        }
+        let root = blob(r);
+        for b in [&user, &turn, &root] {
+            put(app, "a1", b).await;
+        }
+        let mut doc = run("a1", &format!("r{k}"), k);
+        doc["status"] = json!("finished");
+        doc["endedAt"] = json!(1_780_000_000_500i64 + k);
+        doc["startCheckpointRef"] = turns.last().map_or(Value::Null, |t| reference(&t.root));
+        doc["latestCheckpointRef"] = reference(&root);
+        app.store_ok("runs", "create", json!({"run": doc})).await;
+        let mut a = agent("a1", "/ws", 1_780_000_000_000 + k);
+        a["latestCheckpoint"] = reference(&root);
+        app.store_ok("agents", "update", json!({"agent": a})).await;
+        turns.push(Turn { user, turn, root });
+    }
+    turns
+}
+
+/// Every stored byte of session `a1` (documents, blobs with their checksums, events).
+async fn snapshot(app: &TestApp) -> Vec<String> {
+    let mut out = app
+        .rows(
+            "SELECT agent_id || '|' || doc FROM agents WHERE agent_id = 'a1'",
+            "SELECT agent_id || '|' || doc FROM agents WHERE agent_id = 'a1'",
+        )
+        .await;
+    out.extend(
+        app.rows(
+            "SELECT run_id || '|' || doc FROM runs WHERE agent_id = 'a1' ORDER BY run_id",
+            "SELECT run_id || '|' || doc FROM runs WHERE agent_id = 'a1' ORDER BY run_id",
+        )
+        .await,
+    );
+    out.extend(
+        app.rows(
+            "SELECT blob_id || '|' || hex(data) || '|' || crc32 FROM checkpoints \
+             WHERE agent_id = 'a1' ORDER BY blob_id",
+            "SELECT blob_id || '|' || encode(data, 'hex') || '|' || crc32 FROM checkpoints \
+             WHERE agent_id = 'a1' ORDER BY blob_id",
+        )
+        .await,
+    );
+    out.extend(
+        app.rows(
+            "SELECT run_id || '|' || seq || '|' || payload FROM run_events ORDER BY run_id, seq",
+            "SELECT run_id || '|' || seq || '|' || payload FROM run_events ORDER BY run_id, seq",
+        )
+        .await,
+    );
+    out
+}
+
+async fn blobs_of(app: &TestApp, agent_id: &str) -> Vec<String> {
+    let page = app
+        .store_ok(
+            "checkpoints",
+            "list",
+            json!({"filter": {"agentIds": [agent_id]}}),
+        )
+        .await
+        .unwrap_or_default();
+    let mut ids: Vec<String> = page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+fn sorted(ids: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+async fn fork(app: &TestApp, session: &str, body: Value) -> crate::helpers::Resp {
+    let token = app.api_token.clone();
+    app.api(
+        "POST",
+        &format!("/v1/sessions/{session}/fork"),
+        Some(&token),
+        &body.to_string(),
+    )
+    .await
+}
+
+async fn agents(app: &TestApp) -> i64 {
+    app.count("SELECT count(*) FROM agents").await
+}
+
+#[tokio::test]
+async fn a_fork_after_a_turn_holds_that_conversation_and_no_more_and_outlives_its_source() {
+    let app = TestApp::spawn().await;
+    let turns = three_turns(&app).await;
+    let before = snapshot(&app).await;
+
+    let r = fork(
+        &app,
+        "a1",
+        json!({"run_id": "r1", "at": "after", "name": "try B"}),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let body = r.json();
+    let id = body["session"]["session_id"].as_str().unwrap().to_string();
+    assert_ne!(id, "a1");
+    assert_eq!(body["session"]["name"], "try B");
+    assert_eq!(body["session"]["cwd"], "/ws");
+    assert_eq!(body["session"]["model"], "composer-2");
+    assert_eq!(body["session"]["status"], "idle");
+    assert_eq!(
+        body["session"]["forked_from"],
+        json!({"session_id": "a1", "run_id": "r1", "at": "after"})
+    );
+    assert_eq!(body["blobs_copied"], 3);
+
+    // The source is unchanged in every byte.
+    assert_eq!(snapshot(&app).await, before);
+
+    // The fork: turn 1's blobs only, its root as the latest checkpoint, no runs.
+    let t1 = &turns[0];
+    assert_eq!(
+        blobs_of(&app, &id).await,
+        sorted(&[&t1.user.id, &t1.turn.id, &t1.root.id])
+    );
+    let doc = app
+        .store_ok("agents", "get", json!({"agentId": id}))
+        .await
+        .unwrap();
+    assert_eq!(doc["latestCheckpoint"], reference(&t1.root));
+    assert_eq!(doc["activeRunId"], Value::Null);
+    assert_eq!(
+        doc["sdkMetadata"],
+        agent("a1", "/ws", 0)["sdkMetadata"],
+        "the bridge sends this key with the conversation"
+    );
+    let got = app.api_get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.json()["forked_from"]["run_id"], "r1");
+    assert_eq!(got.json()["model"], "composer-2");
+    let runs = app.api_get(&format!("/v1/sessions/{id}/runs")).await;
+    assert_eq!(runs.json()["runs"], json!([]));
+    // The source does not say it is a fork.
+    assert!(app
+        .api_get("/v1/sessions/a1")
+        .await
+        .json()
+        .get("forked_from")
+        .is_none());
+
+    // Deleting the source leaves the fork whole.
+    app.store_ok("agents", "delete", json!({"filter": {"agentIds": ["a1"]}}))
+        .await;
+    assert_eq!(blobs_of(&app, "a1").await, Vec::<String>::new());
+    let root = app
+        .store_ok(
+            "checkpoints",
+            "get",
+            json!({"agentId": id, "blobId": t1.root.id}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(root["data"], STANDARD.encode(&t1.root.data));
+    assert_eq!(blobs_of(&app, &id).await.len(), 3);
+    let got = app.api_get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.json()["forked_from"]["session_id"], "a1");
+
+    // Deleting the fork takes its blobs and its record with it.
+    app.store_ok("agents", "delete", json!({"filter": {"agentIds": [id]}}))
+        .await;
+    assert_eq!(app.count("SELECT count(*) FROM session_forks").await, 0);
+    assert_eq!(app.count("SELECT count(*) FROM checkpoints").await, 0);
+}
+
+#[tokio::test]
+async fn a_fork_before_a_run_starts_from_where_that_run_started() {
+    let app = TestApp::spawn().await;
+    let turns = three_turns(&app).await;
+    let before = snapshot(&app).await;
+
+    // Before turn 2: turn 1's conversation.
+    let r = fork(&app, "a1", json!({"run_id": "r2", "at": "before"})).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        r.json()["session"]["name"],
+        "New Agent",
+        "the source's name"
+    );
+    let t1 = &turns[0];
+    assert_eq!(
+        blobs_of(&app, &id).await,
+        sorted(&[&t1.user.id, &t1.turn.id, &t1.root.id])
+    );
+
+    // Before the first run: an empty conversation with the same settings.
+    let r = fork(&app, "a1", json!({"run_id": "r1", "at": "before"})).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let empty = r.json()["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(blobs_of(&app, &empty).await, Vec::<String>::new());
+    let doc = app
+        .store_ok("agents", "get", json!({"agentId": empty}))
+        .await
+        .unwrap();
+    assert!(doc.get("latestCheckpoint").is_none(), "{doc}");
+    assert_eq!(doc["cwd"], "/ws");
+    assert_eq!(r.json()["session"]["model"], "composer-2");
+
+    // After the last turn: all three.
+    let r = fork(&app, "a1", json!({"run_id": "r3", "at": "after"})).await;
+    let all = r.json()["session"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        blobs_of(&app, &all).await.len(),
+        7,
+        "3 users, 3 turns, 1 root"
+    );
+
+    // A fork of a fork.
+    let r = fork(&app, &all, json!({"run_id": "r1", "at": "after"})).await;
+    assert_eq!(r.status, 404, "r1 is not a run of the fork: {}", r.text());
+
+    assert_eq!(snapshot(&app).await, before);
+}
+
+#[tokio::test]
+async fn what_cannot_be_forked_is_refused_with_the_reason_and_nothing_is_created() {
+    let app = TestApp::spawn().await;
+    let turns = three_turns(&app).await;
+    // A running turn 4, and another session with a finished run.
+    let mut r4 = run("a1", "r4", 4);
+    r4["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": r4})).await;
+    app.store_ok(
+        "agents",
+        "create",
+        json!({"agent": agent("b1", "/ws", 1_780_000_000_000)}),
+    )
+    .await;
+    let mut b = run("b1", "rb", 1);
+    b["status"] = json!("finished");
+    app.store_ok("runs", "create", json!({"run": b})).await;
+    let before = snapshot(&app).await;
+    let count = agents(&app).await;
+
+    let cases = [
+        (
+            "a1",
+            json!({"run_id": "r1", "at": "later"}),
+            400,
+            r#"at is \"later\""#,
+        ),
+        ("a1", json!({"run_id": "r1"}), 400, "at"),
+        (
+            "a1",
+            json!({"run_id": "r4", "at": "after"}),
+            409,
+            "fork a run once it has ended",
+        ),
+        (
+            "a1",
+            json!({"run_id": "rb", "at": "after"}),
+            404,
+            "has no run",
+        ),
+        (
+            "a1",
+            json!({"run_id": "nope", "at": "after"}),
+            404,
+            "no run",
+        ),
+        (
+            "zz",
+            json!({"run_id": "r1", "at": "after"}),
+            404,
+            "no session",
+        ),
+    ];
+    for (session, body, status, says) in cases {
+        let r = fork(&app, session, body.clone()).await;
+        assert_eq!(r.status, status, "{body}: {}", r.text());
+        assert!(r.text().contains(says), "{body}: {}", r.text());
+    }
+
+    // A missing blob the root reaches cannot be detected, but a missing root can.
+    let t2 = &turns[1];
+    app.exec(
+        &format!("DELETE FROM checkpoints WHERE blob_id = '{}'", t2.root.id),
+        &format!("DELETE FROM checkpoints WHERE blob_id = '{}'", t2.root.id),
+    )
+    .await;
+    let r = fork(&app, "a1", json!({"run_id": "r2", "at": "after"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.text().contains(&t2.root.id) && r.text().contains("missing"),
+        "{}",
+        r.text()
+    );
+
+    // A blob that fails its checksum is named.
+    let t1 = &turns[0];
+    app.exec(
+        &format!(
+            "UPDATE checkpoints SET data = X'00' WHERE blob_id = '{}'",
+            t1.user.id
+        ),
+        &format!(
+            "UPDATE checkpoints SET data = '\\x00'::bytea WHERE blob_id = '{}'",
+            t1.user.id
+        ),
+    )
+    .await;
+    let r = fork(&app, "a1", json!({"run_id": "r1", "at": "after"})).await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(
+        r.text().contains(&t1.user.id) && r.text().contains("corrupted"),
+        "{}",
+        r.text()
+    );
+
+    assert_eq!(agents(&app).await, count, "nothing was created");
+    assert_eq!(app.count("SELECT count(*) FROM session_forks").await, 0);
+    let after = snapshot(&app).await;
+    // Only the two blobs this test damaged by hand differ: one deleted, one changed.
+    assert_eq!(before.iter().filter(|row| !after.contains(row)).count(), 2);
+    assert_eq!(after.iter().filter(|row| !before.contains(row)).count(), 1);
+    assert_eq!(after.len(), before.len() - 1);
+
+    // The read-only token cannot fork.
+    let read = app.api_read_token.clone();
+    let r = app
+        .api(
+            "POST",
+            "/v1/sessions/a1/fork",
+            Some(&read),
+            &json!({"run_id": "r3", "at": "after"}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 403, "{}", r.text());
+}
+
+#[tokio::test]
+async fn a_retry_needs_its_text_and_a_bridge_and_creates_nothing_without_them() {
+    let app = TestApp::spawn().await;
+    three_turns(&app).await;
+    let count = agents(&app).await;
+    let token = app.api_token.clone();
+    let r = app
+        .api("POST", "/v1/runs/r2/retry", Some(&token), "{}")
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.text().contains("text is required"), "{}", r.text());
+    let r = app
+        .api(
+            "POST",
+            "/v1/runs/nope/retry",
+            Some(&token),
+            r#"{"text":"x"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    let r = app
+        .api(
+            "POST",
+            "/v1/runs/r2/retry",
+            Some(&token),
+            r#"{"text":"again"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 501, "no bridge is attached: {}", r.text());
+    assert_eq!(agents(&app).await, count, "nothing was created");
+}
+
+#[tokio::test]
+async fn forks_count_against_the_namespace_quota_and_stay_in_their_namespace() {
+    use callbackd::secret::Secret;
+    let t = |role: &str| format!("q-{role}-token-0123456789abcdef");
+    let mut q = callbackd::namespaces::NamespaceConfig {
+        name: "q".into(),
+        store_token: Some(Secret::new(t("store"))),
+        tool_token: Some(Secret::new(t("tool"))),
+        api_token: Some(Secret::new(t("api"))),
+        api_read_token: Some(Secret::new(t("read"))),
+        ..Default::default()
+    };
+    q.quotas.max_agents = Some(2);
+    let mut app = TestApp::spawn_with(move |c| c.namespaces = vec![q]).await;
+    // Session a1 of the default namespace: its runs do not exist for namespace q.
+    three_turns(&app).await;
+    let (store, api) = (app.store_token.clone(), app.api_token.clone());
+    app.store_token = t("store");
+    app.api_token = t("api");
+    let r = fork(&app, "a1", json!({"run_id": "r1", "at": "after"})).await;
+    assert_eq!(r.status, 404, "another namespace's session: {}", r.text());
+
+    three_turns(&app).await;
+    let r = fork(&app, "a1", json!({"run_id": "r1", "at": "after"})).await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = fork(&app, "a1", json!({"run_id": "r1", "at": "after"})).await;
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert!(r.text().contains("max_agents"), "{}", r.text());
+    assert_eq!(
+        app.count("SELECT count(*) FROM agents WHERE ns = 'q'")
+            .await,
+        2
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM checkpoints WHERE ns = 'q'")
+            .await,
+        9 + 3
+    );
+    app.store_token = store;
+    app.api_token = api;
+    assert_eq!(
+        app.count("SELECT count(*) FROM agents WHERE ns = 'default'")
+            .await,
+        1
+    );
+}

@@ -1,0 +1,74 @@
+"""Issue 21, end to end with the real bridge and the fake backend: see everything an agent did
+(quiet logs, the run's input, tool calls in full, sessions that can be named, found and deleted).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from test_run_api_e2e import ApiStack, durable, read_all, types
+
+# A line of callbackd's own log (tracing's text format: time, level, target); the bridge's
+# relayed stderr lines do not start like this.
+DAEMON_LINE = re.compile(r"^\S*\d{4}-\d\d-\d\dT\S+\s+(TRACE|DEBUG|INFO|WARN|ERROR)\s")
+
+
+def daemon_lines(text: str) -> list[str]:
+    return [l for l in text.splitlines() if DAEMON_LINE.match(re.sub(r"\x1b\[[0-9;]*m", "", l))]
+
+
+def test_a_default_level_log_of_a_three_turn_session_is_short(setup_env, tmp_path):
+    assert "RUST_LOG" not in os.environ, "the test reads the default level's log"
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    start = len(daemon_lines(s.run.proc.stderr_text()))
+    for text in ("please call the echo tool", "hello", "please call the echo tool"):
+        c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": text})
+        assert r.status == 200
+        assert types(read_all(r))[-1] == "completed"
+        c.close()
+    s.stop()
+    lines = daemon_lines(s.run.proc.stderr_text())
+    session = lines[start:]
+    assert len(lines) <= 15 + start, "\n".join(lines)
+    # What is left is what matters: each run's start and end.
+    assert sum("run started" in l for l in session) == 3, "\n".join(session)
+    assert sum("run ended" in l for l in session) == 3, "\n".join(session)
+
+
+def test_the_prompt_is_in_the_run_state_its_stream_and_the_runs_list(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    prompt = "please call the echo tool " + "x" * 300
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": prompt})
+    live = read_all(r)
+    c.close()
+    started = next(d for kind, _, d, _ in live if kind == "event" and d["type"] == "run_started")
+    assert started["input"] == {"text": prompt}, started
+    run_id = started["run_id"]
+    status, state = s.api.call("GET", f"/v1/runs/{run_id}")
+    assert status == 200 and state["input"] == {"text": prompt}, state
+    # Replayed: the same bytes as live.
+    c, r = s.api.open("GET", f"/v1/runs/{run_id}/stream?after=0")
+    replay = read_all(r)
+    c.close()
+    assert durable(replay) == durable(live)
+    status, runs = s.api.call("GET", f"/v1/sessions/{sid}/runs")
+    listed = next(x for x in runs["runs"] if x["run_id"] == run_id)["input"]
+    assert listed == {"text": prompt[:200], "truncated": True}, listed
+
+
+def test_tool_events_carry_the_arguments_and_the_result(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "please call the echo tool"})
+    live = read_all(r)
+    c.close()
+    events = [d for kind, _, d, _ in live if kind == "event"]
+    started = next(d for d in events if d["type"] == "tool_started")
+    completed = next(d for d in events if d["type"] == "tool_completed")
+    assert started["tool"] == "echo" and isinstance(started["arguments"], dict) and started["arguments"], started
+    assert completed["outcome"] == "ok" and completed["result"]["status"] == "success", completed
+    status, whole = s.api.call("GET", f"/v1/runs/{started['run_id']}/tool_calls/{started['tool_call_id']}")
+    assert status == 200, whole
+    assert whole["arguments"] == started["arguments"] and whole["result"] == completed["result"], whole
