@@ -19,15 +19,16 @@ pub struct BridgeConfig {
     /// answer 501 under `callbackd serve`.
     #[schemars(example = &"http://127.0.0.1:7431")]
     pub url: Option<String>,
-    /// The bridge's bearer token, or the file holding it (its ready line's `authTokenFile`).
+    /// The bridge's bearer token.
     pub token: Option<Secret>,
+    /// A file holding the bridge's token (its ready line's `authTokenFile`).
+    #[schemars(example = &"/run/cursor-bridge/token")]
     pub token_file: Option<PathBuf>,
     /// The model of new sessions when `POST /v1/sessions` names none.
     pub default_model: String,
-    /// The workspace of new sessions when `POST /v1/sessions` names none; default: the
-    /// bridge's own `--workspace` (learnt from its ready line under `callbackd run`). A
-    /// bridge configured here or in `[namespaces.bridge]` has no ready line: without this
-    /// key, `POST /v1/sessions` must name its `cwd` (else 400).
+    /// The workspace of new sessions when `POST /v1/sessions` names none. Default: the
+    /// daemon's working directory (under `callbackd run`, the supervised bridge's own
+    /// `--workspace`, learnt from its ready line).
     #[schemars(example = &"/srv/workspace")]
     pub default_cwd: Option<String>,
     /// The API key passed to the bridge with each agent (the bridge may also have its own).

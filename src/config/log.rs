@@ -3,12 +3,13 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `[log]`
+/// `[log]`: what the daemon writes to stderr, and how.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
     /// A tracing filter: `info`, `debug`, `callbackd=debug,warn`, ...
     pub level: String,
+    /// How each line is written.
     pub format: LogFormat,
 }
 
@@ -24,7 +25,9 @@ impl Default for LogConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// One human-readable line per event.
     #[default]
     Text,
+    /// One JSON object per line, for a log collector.
     Json,
 }

@@ -14,6 +14,7 @@ mod auth;
 mod bridge;
 pub mod env;
 mod error;
+mod field_order;
 mod log;
 mod metrics;
 mod namespaces;

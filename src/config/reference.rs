@@ -13,22 +13,74 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
+use super::field_order::field_order;
 use super::Config;
 
 /// The whole reference, as `callbackd print-config` prints it.
 pub fn reference() -> String {
-    let generator = SchemaSettings::draft2020_12()
-        .with(|s| s.inline_subschemas = true)
-        .into_generator();
-    let root = generator.into_root_schema_for::<Config>();
+    let root = schema();
     let root = root.as_value();
     let mut out = String::new();
     comment(&mut out, "# ", description(root));
-    for (name, field) in properties(root) {
+    for (name, field) in properties(root, "") {
         out.push('\n');
         table(&mut out, name, field, false);
     }
     out
+}
+
+/// [`Config`]'s JSON Schema, every type inlined: the one source of the reference, so a
+/// section added to `Config` (a field with its `JsonSchema` type) appears in it with no
+/// other change.
+fn schema() -> schemars::Schema {
+    SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<Config>()
+}
+
+/// The keys and tables (dotted paths) whose description is missing: a test keeps this
+/// empty, so every key a person can set says what it does.
+#[cfg(test)]
+pub(super) fn undescribed() -> Vec<String> {
+    fn walk(schema: &Value, path: &str, out: &mut Vec<String>) {
+        for (key, field) in properties(schema, path) {
+            let path = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            let (Kind::Table(t, _) | Kind::Array(t) | Kind::Map(t)) = kind(field) else {
+                if description(field).trim().is_empty() {
+                    out.push(path);
+                }
+                continue;
+            };
+            // A table's text may start with its header (`[tools]`: ...): what follows counts.
+            let own = own_description(field, t);
+            let text = match own.split_once("]`") {
+                Some((head, rest)) if head.starts_with("`[") => rest,
+                _ => own,
+            };
+            if text.trim_matches([':', ' ', '\n']).is_empty() {
+                out.push(format!("[{path}]"));
+            }
+            walk(t, &path, out);
+        }
+    }
+    let root = schema();
+    let mut out = Vec::new();
+    walk(root.as_value(), "", &mut out);
+    out
+}
+
+/// A table's description: its field's, else its type's.
+fn own_description<'a>(field: &'a Value, schema: &'a Value) -> &'a str {
+    if description(field).is_empty() {
+        description(schema)
+    } else {
+        description(field)
+    }
 }
 
 /// For a key whose default depends on the machine (`store.path`): printed commented out,
@@ -73,12 +125,20 @@ fn object(schema: &Value) -> Option<&Value> {
         .find(|s| s.get("properties").is_some())
 }
 
-fn properties(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {
-    schema
+/// The keys of the table at `path` (dotted; "" for the file), in the order their struct
+/// declares them (the schema's own order is alphabetical); any key serde does not list
+/// comes last.
+fn properties<'a>(schema: &'a Value, path: &str) -> Vec<(&'a String, &'a Value)> {
+    let path: Vec<&str> = path.split('.').filter(|p| !p.is_empty()).collect();
+    let order = field_order::<Config>(&path).unwrap_or_default();
+    let mut keys: Vec<(&String, &Value)> = schema
         .get("properties")
         .and_then(Value::as_object)
         .into_iter()
         .flat_map(Map::iter)
+        .collect();
+    keys.sort_by_key(|(k, _)| order.iter().position(|o| o == k).unwrap_or(usize::MAX));
+    keys
 }
 
 fn description(schema: &Value) -> &str {
@@ -109,16 +169,12 @@ fn table(out: &mut String, path: &str, field: &Value, commented: bool) {
         Kind::Map(t) => (t, format!("[{path}.NAME]"), true),
         Kind::Scalar => return,
     };
-    let own = if description(field).is_empty() {
-        description(schema)
-    } else {
-        description(field)
-    };
+    let own = own_description(field, schema);
     let lead = if commented { "# " } else { "" };
     comment(out, "#", own);
     out.push_str(&format!("{lead}{header}\n"));
     let mut nested = Vec::new();
-    for (key, value) in properties(schema) {
+    for (key, value) in properties(schema, path) {
         if matches!(kind(value), Kind::Scalar) {
             key_line(out, key, value, commented);
         } else {

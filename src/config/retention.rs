@@ -14,6 +14,7 @@ use super::ConfigError;
 pub struct RetentionConfig {
     /// Age after a run ended past which its events are removed (`"30d"`, `"12h"`, `"90m"`);
     /// unset: forever.
+    #[schemars(example = &"30d")]
     pub events_max_age: Option<String>,
     /// How often the daemon prunes on its own when `events_max_age` is set.
     pub interval: String,

@@ -23,6 +23,29 @@ fn the_example_file_is_the_generated_reference() {
 }
 
 #[test]
+fn every_key_and_table_of_the_reference_has_a_description() {
+    let missing = super::reference::undescribed();
+    assert!(
+        missing.is_empty(),
+        "config keys without a `///` description (it is their line in print-config): {missing:?}"
+    );
+}
+
+#[test]
+fn the_reference_lists_keys_in_the_order_their_struct_declares_them() {
+    let text = reference();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing from the reference"))
+    };
+    // Sections as `Config` lists them, keys as their struct does (not alphabetically).
+    assert!(at("[server]") < at("[auth]") && at("[auth]") < at("[store]"));
+    assert!(at("\nlisten = ") < at("\nallow_remote = "));
+    assert!(at("\nallow_remote = ") < at("\nmax_body_bytes = 33554432"));
+    assert!(at("\nbackend = ") < at("# path = ") && at("# path = ") < at("\nsync = "));
+}
+
+#[test]
 fn the_reference_shows_every_key_of_every_section() {
     let text = reference();
     for key in [

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::ConfigError;
 
-/// `[tools]`
+/// `[tools]`: the defaults every tool call runs under, the tools switched off, and
+/// per-tool limits and command tools below.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolsConfig {
