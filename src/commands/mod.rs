@@ -109,15 +109,7 @@ pub fn as_toml(value: &impl serde::Serialize) -> String {
 
 /// Configuration from file and environment, with the command-line overrides, validated.
 pub fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
-    let mut config = Config::load(args.config.as_deref())?;
-    if let Some(listen) = &args.listen {
-        config.server.listen = listen.clone();
-    }
-    if let Some(db) = &args.db {
-        config.store.set_location(&db.to_string_lossy());
-    }
-    config.validate()?;
-    Ok(config)
+    args.load()
 }
 
 /// A reload reads the configuration as `load` does now, from the same file and flags.

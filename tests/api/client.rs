@@ -400,3 +400,105 @@ async fn follow_of_a_pruned_run_shows_what_callbackd_kept_of_it() {
     assert!(out.contains("run run-c5 status finished"), "{out}");
     assert!(out.contains("output: Echo said ping."), "{out}");
 }
+
+/// `--db` and `--config` that put the binary on `app`'s store: its SQLite file, or the
+/// PostgreSQL URL with the test's schema in a config file written into `dir`.
+fn store_args(app: &TestApp, dir: &std::path::Path) -> Vec<String> {
+    let config = dir.join("store.toml");
+    let (db, text) = match &app.pg {
+        Some(pg) => (
+            pg.url.clone(),
+            format!("[store]\nschema = \"{}\"\n", pg.schema),
+        ),
+        None => (app.db.display().to_string(), String::new()),
+    };
+    std::fs::write(&config, text).unwrap();
+    vec![
+        "--db".into(),
+        db,
+        "--config".into(),
+        config.display().to_string(),
+    ]
+}
+
+/// Issue 24: `callbackd prune --dry-run` as a user runs it, on either backend (`--db` is the
+/// SQLite file or a postgres:// URL): it says what would go and removes nothing; the prune
+/// that follows (no terminal, no --yes: as from cron) removes exactly that.
+#[tokio::test]
+async fn prune_dry_run_on_either_backend_says_what_would_go_and_changes_nothing() {
+    let app = spawn().await;
+    session(&app, "run-c6").await;
+    first_half(&app, "run-c6").await;
+    second_half(&app, "run-c6", "FINISHED").await;
+    let events = "SELECT count(*) FROM run_events WHERE run_id = 'run-c6'";
+    assert_eq!(app.count(events).await, 8);
+    let home = tempfile::tempdir().unwrap();
+    let store = store_args(&app, home.path());
+    let store: Vec<&str> = store.iter().map(String::as_str).collect();
+    let env = [("HOME", home.path().to_str().unwrap())];
+
+    let args = [&store[..], &["prune", "--older-than", "0s", "--dry-run"]].concat();
+    let (code, out, err) = cli(&args, &env).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.starts_with("would remove the events of 1 runs (8 events, "),
+        "{out}"
+    );
+    assert!(out.contains("nothing changed (--dry-run)"), "{out}");
+    assert_eq!(app.count(events).await, 8, "a dry run removed events");
+
+    let args = [&store[..], &["prune", "--older-than", "0s"]].concat();
+    let (code, out, err) = cli(&args, &env).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.starts_with("pruned the events of 1 runs (8 events)"),
+        "{out}"
+    );
+    assert_eq!(app.count(events).await, 0);
+}
+
+/// Issue 24: a client command given the daemon's `--db` finds that daemon (its runtime file
+/// and tokens file), on either backend: with `--db postgres://…` they are in the data
+/// directory, as the daemon's own `--db postgres://…` put them.
+#[tokio::test]
+async fn a_client_command_with_the_daemons_db_finds_it_on_either_backend() {
+    let app = spawn().await;
+    session(&app, "run-c7").await;
+    let home = tempfile::tempdir().unwrap();
+    let store = store_args(&app, home.path());
+    let store: Vec<&str> = store.iter().map(String::as_str).collect();
+    let xdg = home.path().join("xdg");
+    let env = [
+        ("HOME", home.path().to_str().unwrap()),
+        ("XDG_DATA_HOME", xdg.to_str().unwrap()),
+    ];
+    let mut daemon = tokio::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .args([&store[..], &["serve", "--listen", "127.0.0.1:0"]].concat())
+        .env_remove("CALLBACKD_API_TOKEN")
+        .env_remove("CALLBACKD_CONFIG")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve starts");
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(daemon.stderr.take().unwrap()));
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("callbackd ready ") {
+                return line;
+            }
+        }
+        panic!("serve ended before its ready line");
+    })
+    .await
+    .expect("ready within 30 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let args = [&store[..], &["sessions"]].concat();
+    let (code, out, err) = cli(&args, &env).await;
+    assert_eq!(code, 0, "{ready}\n{out}\n{err}");
+    assert!(out.contains(AGENT), "{out}\n{err}");
+    daemon.kill().await.unwrap();
+}

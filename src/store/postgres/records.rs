@@ -23,18 +23,6 @@ pub fn gone_owner() -> String {
     )
 }
 
-/// The statuses after which a run changes no more.
-const TERMINAL: &str = "('finished','error','cancelled','expired')";
-
-/// SQL giving a number field of the run document `r.doc`, or NULL when it is not a number
-/// (SQLite's comparison of a non-number with a number never matches either).
-fn number_field(field: &str) -> String {
-    format!(
-        "CASE WHEN json_typeof(r.doc::json -> '{field}') = 'number' \
-         THEN (r.doc::json ->> '{field}')::float8 END"
-    )
-}
-
 sql::records::impl_run_records!(PgStore);
 
 impl PgStore {
@@ -104,13 +92,10 @@ impl PgStore {
                 let sql = format!(
                     "SELECT r.ns, r.run_id, \
                        (SELECT max(seq) FROM run_events e WHERE e.ns = r.ns AND e.run_id = r.run_id) \
-                     FROM runs r \
-                     WHERE r.doc::json ->> 'status' IN {TERMINAL} \
-                       AND coalesce({}, {}) < $1 \
+                     FROM runs r WHERE {} \
                        AND EXISTS (SELECT 1 FROM run_events e WHERE e.ns = r.ns AND e.run_id = r.run_id) \
                      LIMIT $2 FOR UPDATE OF r SKIP LOCKED",
-                    number_field("endedAt"),
-                    number_field("updatedAt")
+                    sql::records::ended_before(sql::Dialect::Postgres, 1)
                 );
                 let runs = db
                     .query(&sql, &[(&ended_before, Type::FLOAT8), (&batch, Type::INT8)])

@@ -6,7 +6,50 @@
 
 use super::{sql, Dialect, Exec, Value};
 use crate::store::event_doc::now_ms;
-use crate::store::records::{usage_sql, NamespaceUsage, RunPositions, ToolCallRecord, ToolOutcome};
+use crate::store::records::{
+    usage_sql, NamespaceUsage, PrunePreview, RunPositions, ToolCallRecord, ToolOutcome,
+};
+
+/// The statuses after which a run changes no more (retention removes only their events).
+pub const TERMINAL: &str = "('finished','error','cancelled','expired')";
+
+/// SQL: run `r` is terminal and ended (or, without `endedAt`, was last updated) before
+/// parameter `n`, a number of milliseconds (`float8` on PostgreSQL).
+pub fn ended_before(d: Dialect, n: usize) -> String {
+    format!(
+        "{} IN {TERMINAL} AND coalesce({}, {}) < {}",
+        d.doc_text("r.doc", "status"),
+        d.doc_number("r.doc", "endedAt"),
+        d.doc_number("r.doc", "updatedAt"),
+        d.typed(n, "float8"),
+    )
+}
+
+/// What pruning the runs that ended before `ended_before_ms` would remove.
+pub async fn prune_preview<X: Exec>(x: &X, ended_before_ms: i64) -> Result<PrunePreview, X::Error> {
+    let d = X::DIALECT;
+    let sql = format!(
+        "SELECT count(*), {}, {} FROM ( \
+           SELECT count(*) AS n, {} AS b FROM runs r \
+           JOIN run_events e ON e.ns = r.ns AND e.run_id = r.run_id \
+           WHERE {} GROUP BY r.ns, r.run_id) AS t",
+        d.sum_int("n"),
+        d.sum_int("b"),
+        d.sum_int(&d.byte_length("e.payload")),
+        ended_before(d, 1),
+    );
+    let preview = x
+        .first(&sql, &[Value::Float(ended_before_ms as f64)], |r| {
+            let n = |i| Ok::<_, crate::store::StoreError>(r.int(i)?.max(0) as u64);
+            Ok(PrunePreview {
+                runs: n(0)?,
+                events: n(1)?,
+                bytes: n(2)?,
+            })
+        })
+        .await?;
+    Ok(preview.unwrap_or_default())
+}
 
 /// What each namespace holds (only `ns`, when given).
 pub async fn usage<X: Exec>(x: &X, ns: Option<&str>) -> Result<Vec<NamespaceUsage>, X::Error> {
@@ -14,10 +57,11 @@ pub async fn usage<X: Exec>(x: &X, ns: Option<&str>) -> Result<Vec<NamespaceUsag
         Some(_) => format!("WHERE ns = {}", X::DIALECT.param(1)),
         None => String::new(),
     };
-    let sql = match X::DIALECT {
-        Dialect::Sqlite => usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), &filter, ""),
-        Dialect::Postgres => usage_sql(&|c| format!("octet_length({c})"), &filter, "::int8"),
+    let cast = match X::DIALECT {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => "::int8",
     };
+    let sql = usage_sql(&|c| X::DIALECT.byte_length(c), &filter, cast);
     let params: &[Value] = match &ns {
         Some(ns) => &[Value::Text(ns)],
         None => &[],
@@ -346,6 +390,20 @@ macro_rules! impl_run_records {
                 Result<$crate::store::records::PruneReport, $crate::store::StoreError>,
             > {
                 self.prune_runs(ended_before_ms, batch)
+            }
+
+            fn prune_preview(
+                &self,
+                ended_before_ms: i64,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<$crate::store::records::PrunePreview, $crate::store::StoreError>,
+            > {
+                self.sql_read(move |x| {
+                    Box::pin(async move {
+                        $crate::store::sql::records::prune_preview(x, ended_before_ms).await
+                    })
+                })
             }
 
             fn interrupt_running_tool_calls(

@@ -14,9 +14,6 @@ use crate::store::{sql, BoxFuture, StoreError};
 /// never holds the writer for long.
 const VACUUM_PAGES_PER_BATCH: u32 = 4096;
 
-/// The statuses after which a run changes no more.
-const TERMINAL: &str = "('finished','error','cancelled','expired')";
-
 sql::records::impl_run_records!(SqliteStore);
 
 impl SqliteStore {
@@ -80,15 +77,16 @@ impl SqliteStore {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT r.ns, r.run_id, (SELECT max(seq) FROM run_events e \
                    WHERE e.ns = r.ns AND e.run_id = r.run_id) AS last \
-                 FROM runs r \
-                 WHERE json_extract(r.doc, '$.status') IN {TERMINAL} \
-                   AND coalesce(json_extract(r.doc, '$.endedAt'), json_extract(r.doc, '$.updatedAt')) < ?1 \
-                   AND last IS NOT NULL \
-                 LIMIT ?2"
+                 FROM runs r WHERE {} AND last IS NOT NULL LIMIT ?2",
+                sql::records::ended_before(sql::Dialect::Sqlite, 1)
             ))?;
             let runs = stmt
                 .query_map(params![ended_before_ms, batch as i64], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
             let mut report = PruneReport::default();
@@ -111,8 +109,9 @@ impl SqliteStore {
             if report.runs > 0 {
                 // A no-op on a database created before auto_vacuum=INCREMENTAL (README). It
                 // frees one page per step: step it to the end.
-                let mut vacuum =
-                    conn.prepare(&format!("PRAGMA incremental_vacuum({VACUUM_PAGES_PER_BATCH})"))?;
+                let mut vacuum = conn.prepare(&format!(
+                    "PRAGMA incremental_vacuum({VACUUM_PAGES_PER_BATCH})"
+                ))?;
                 let mut rows = vacuum.query([])?;
                 while rows.next()?.is_some() {}
             }
