@@ -301,3 +301,36 @@ async fn a_corrupted_source_blob_stops_the_copy_naming_it() {
     let missing = copy(&["--from", "/nonexistent/x.db", "--to", "y.db"]);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist"));
 }
+
+/// A stored document that is not JSON stops the copy with the table's name (the JSON guard
+/// of the shared reader, store/sql/transfer.rs).
+#[tokio::test]
+async fn a_source_document_that_is_not_json_stops_the_copy_naming_its_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src.db");
+    let src_str = src.to_str().unwrap().to_string();
+    let app = TestApp::spawn_with(|c| {
+        c.store.set_location(&src_str);
+        c.store.schema = None;
+    })
+    .await;
+    app.store_ok(
+        "agents",
+        "create",
+        json!({"agent": crate::helpers::agent("a-1", "/ws", 1)}),
+    )
+    .await;
+    drop(app.stop().await);
+    rusqlite::Connection::open(&src)
+        .unwrap()
+        .execute_batch("UPDATE agents SET doc = '{\"agentId\": '")
+        .unwrap();
+    let target = dir.path().join("t.db");
+    let out = copy(&["--from", &src_str, "--to", target.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("agents") && err.contains("not valid JSON"),
+        "{err}"
+    );
+}

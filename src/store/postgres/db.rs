@@ -114,6 +114,7 @@ fn typed<'p>(params: &'p [Value<'_>]) -> Vec<Param<'p>> {
                 Value::Text(s) => (s, Type::TEXT),
                 Value::OptText(s) => (s, Type::TEXT),
                 Value::Int(n) => (n, Type::INT8),
+                Value::OptInt(n) => (n, Type::INT8),
                 Value::Int4(n) => (n, Type::INT4),
                 Value::Float(f) => (f, Type::FLOAT8),
                 Value::Bool(b) => (b, Type::BOOL),

@@ -10,6 +10,8 @@ pub enum Value<'a> {
     /// `NULL` when `None`.
     OptText(Option<&'a str>),
     Int(i64),
+    /// `NULL` when `None`.
+    OptInt(Option<i64>),
     /// For the few `integer` (32-bit) columns and arguments of PostgreSQL.
     Int4(i32),
     Float(f64),

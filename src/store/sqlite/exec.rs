@@ -62,6 +62,8 @@ impl ToSql for Value<'_> {
             Value::OptText(Some(s)) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
             Value::OptText(None) => ToSqlOutput::Borrowed(ValueRef::Null),
             Value::Int(n) => ToSqlOutput::from(n),
+            Value::OptInt(Some(n)) => ToSqlOutput::from(n),
+            Value::OptInt(None) => ToSqlOutput::Borrowed(ValueRef::Null),
             Value::Int4(n) => ToSqlOutput::from(n),
             Value::Float(f) => ToSqlOutput::from(f),
             Value::Bool(b) => ToSqlOutput::from(b),
