@@ -21,6 +21,7 @@ mod conditions;
 mod dialect;
 mod exec;
 pub mod memory;
+mod migrations;
 mod page;
 pub mod records;
 pub mod run_events;
@@ -31,6 +32,7 @@ pub use conditions::Conditions;
 pub(crate) use dialect::sql;
 pub use dialect::{dollars, Dialect, Sql};
 pub use exec::{Exec, Row, Value};
+pub(crate) use migrations::migrations;
 pub use page::{write_page, Keyset};
 
 use std::future::Future;
