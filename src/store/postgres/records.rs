@@ -84,84 +84,15 @@ impl PgStore {
         ended_before_ms: i64,
         batch: usize,
     ) -> BoxFuture<'_, Result<PruneReport, StoreError>> {
-        let batch = i64::try_from(batch).unwrap_or(i64::MAX);
-        let ended_before = ended_before_ms as f64;
-        self.run_tx(move |db| {
-            Box::pin(async move {
-                // SKIP LOCKED: daemons pruning at once take different runs.
-                let sql = format!(
-                    "SELECT r.ns, r.run_id, \
-                       (SELECT max(seq) FROM run_events e WHERE e.ns = r.ns AND e.run_id = r.run_id) \
-                     FROM runs r WHERE {} \
-                       AND EXISTS (SELECT 1 FROM run_events e WHERE e.ns = r.ns AND e.run_id = r.run_id) \
-                     LIMIT $2 FOR UPDATE OF r SKIP LOCKED",
-                    sql::records::ended_before(sql::Dialect::Postgres, 1)
-                );
-                let runs = db
-                    .query(&sql, &[(&ended_before, Type::FLOAT8), (&batch, Type::INT8)])
-                    .await?;
-                let mut report = PruneReport::default();
-                let now = crate::store::event_doc::now_ms();
-                for row in &runs {
-                    let (ns, run_id): (&str, &str) = (row.get(0), row.get(1));
-                    let Some(last) = row.get::<_, Option<i64>>(2) else { continue };
-                    let key = [(&ns as _, Type::TEXT), (&run_id as _, Type::TEXT)];
-                    report.events += db
-                        .execute("DELETE FROM run_events WHERE ns = $1 AND run_id = $2", &key)
-                        .await?;
-                    for table in ["event_meta", "run_seqs"] {
-                        db.execute(
-                            &format!("DELETE FROM {table} WHERE ns = $1 AND run_id = $2"),
-                            &key,
-                        )
-                        .await?;
-                    }
-                    db.execute(
-                        "INSERT INTO run_expiry (ns, run_id, expired_through, pruned_at) \
-                         VALUES ($1, $2, $3, $4) ON CONFLICT (ns, run_id) DO UPDATE SET \
-                         expired_through = greatest(run_expiry.expired_through, excluded.expired_through), \
-                         pruned_at = excluded.pruned_at",
-                        &[
-                            (&ns, Type::TEXT),
-                            (&run_id, Type::TEXT),
-                            (&last, Type::INT8),
-                            (&now, Type::INT8),
-                        ],
-                    )
-                    .await?;
-                    report.runs += 1;
-                }
-                Ok(report)
-            })
-        })
+        self.sql_write(move |x| Box::pin(sql::records::prune_runs(x, ended_before_ms, batch)))
     }
 
     fn interrupt_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        self.run_tx(move |db| {
-            Box::pin(async move {
-                let now = crate::store::event_doc::now_ms();
-                // Only the calls of daemons that are gone: another daemon's call still runs.
-                let n = db
-                    .execute(
-                        &format!(
-                            "UPDATE tool_calls SET outcome = 'interrupted', cut_off = true, \
-                             ended_at = coalesce(ended_at, $1) WHERE outcome = 'running' AND {}",
-                            gone_owner()
-                        ),
-                        &[(&now, Type::INT8)],
-                    )
-                    .await?;
-                db.execute(
-                    &format!(
-                        "UPDATE tool_calls SET outcome = 'cancelled', cut_off = false, \
-                         ended_at = coalesce(ended_at, $1) WHERE outcome = 'awaiting' AND {}",
-                        gone_owner()
-                    ),
-                    &[(&now, Type::INT8)],
-                )
-                .await?;
-                Ok(n)
-            })
+        // Only the calls of daemons that are gone: another daemon's call still runs.
+        let only = format!(" AND {}", gone_owner());
+        self.sql_write(move |x| {
+            let only = only.clone();
+            Box::pin(async move { sql::records::interrupt_tool_calls(x, &only).await })
         })
     }
 }

@@ -5,8 +5,7 @@
 
 use rusqlite::params;
 
-use super::SqliteStore;
-use crate::store::event_doc::now_ms;
+use super::{Conn, SqliteStore};
 use crate::store::records::{PruneReport, ToolCallStart};
 use crate::store::{sql, BoxFuture, StoreError};
 
@@ -74,38 +73,11 @@ impl SqliteStore {
         batch: usize,
     ) -> BoxFuture<'_, Result<PruneReport, StoreError>> {
         Box::pin(self.write_with(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT r.ns, r.run_id, (SELECT max(seq) FROM run_events e \
-                   WHERE e.ns = r.ns AND e.run_id = r.run_id) AS last \
-                 FROM runs r WHERE {} AND last IS NOT NULL LIMIT ?2",
-                sql::records::ended_before(sql::Dialect::Sqlite, 1)
+            let report = sql::ready(sql::records::prune_runs(
+                &Conn(conn),
+                ended_before_ms,
+                batch,
             ))?;
-            let runs = stmt
-                .query_map(params![ended_before_ms, batch as i64], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut report = PruneReport::default();
-            let now = now_ms();
-            for (ns, run_id, last) in &runs {
-                report.events += conn
-                    .prepare_cached("DELETE FROM run_events WHERE ns = ?1 AND run_id = ?2")?
-                    .execute(params![ns, run_id])? as u64;
-                conn.prepare_cached("DELETE FROM event_meta WHERE ns = ?1 AND run_id = ?2")?
-                    .execute(params![ns, run_id])?;
-                conn.prepare_cached(
-                    "INSERT INTO run_expiry (ns, run_id, expired_through, pruned_at) \
-                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (ns, run_id) DO UPDATE SET \
-                     expired_through = max(expired_through, excluded.expired_through), \
-                     pruned_at = excluded.pruned_at",
-                )?
-                .execute(params![ns, run_id, last, now])?;
-                report.runs += 1;
-            }
             if report.runs > 0 {
                 // A no-op on a database created before auto_vacuum=INCREMENTAL (README). It
                 // frees one page per step: step it to the end.
@@ -120,19 +92,8 @@ impl SqliteStore {
     }
 
     fn interrupt_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
-        Box::pin(self.write_with(|conn| {
-            let interrupted = conn
-                .prepare_cached(
-                    "UPDATE tool_calls SET outcome = 'interrupted', cut_off = 1, \
-                     ended_at = coalesce(ended_at, ?1) WHERE outcome = 'running'",
-                )?
-                .execute(params![now_ms()])? as u64;
-            conn.prepare_cached(
-                "UPDATE tool_calls SET outcome = 'cancelled', cut_off = 0, \
-                 ended_at = coalesce(ended_at, ?1) WHERE outcome = 'awaiting'",
-            )?
-            .execute(params![now_ms()])?;
-            Ok(interrupted)
-        }))
+        Box::pin(
+            self.write_with(|conn| sql::ready(sql::records::interrupt_tool_calls(&Conn(conn), ""))),
+        )
     }
 }
