@@ -197,9 +197,7 @@ async fn follow_resumes_across_a_daemon_restart_and_hands_on_every_event_once() 
 #[tokio::test]
 async fn follow_ends_on_204_and_refuses_bad_tokens_and_unknown_runs_without_retrying() {
     let app = spawn().await;
-    session(&app, "run-c2").await;
-    first_half(&app, "run-c2").await;
-    second_half(&app, "run-c2", "FINISHED").await;
+    finished_run(&app, "run-c2").await;
     let opts = FollowOptions {
         after: 8,
         ..FollowOptions::default()
@@ -244,6 +242,13 @@ async fn follow_ends_on_204_and_refuses_bad_tokens_and_unknown_runs_without_retr
     assert!(err.to_string().contains("HTTP 404"), "{err}");
 }
 
+/// A session whose run `r` went through both halves and finished.
+async fn finished_run(app: &TestApp, r: &str) {
+    session(app, r).await;
+    first_half(app, r).await;
+    second_half(app, r, "FINISHED").await;
+}
+
 /// The binary itself, as a user runs it.
 async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
@@ -266,9 +271,7 @@ async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 async fn the_follow_sessions_and_runs_commands() {
     let app = spawn().await;
     let u = url(&app);
-    session(&app, "run-c3").await;
-    first_half(&app, "run-c3").await;
-    second_half(&app, "run-c3", "FINISHED").await;
+    finished_run(&app, "run-c3").await;
 
     // Plain lines when stdout is not a terminal: no escape codes, one event per line.
     let (code, out, err) = cli(&["follow", "run-c3", "--url", &u, "--token", TOKEN], &[]).await;
@@ -379,9 +382,7 @@ async fn follow_of_a_failed_run_shows_the_bridge_failure_text_and_exits_non_zero
 #[tokio::test]
 async fn follow_of_a_pruned_run_shows_what_callbackd_kept_of_it() {
     let app = spawn().await;
-    session(&app, "run-c5").await;
-    first_half(&app, "run-c5").await;
-    second_half(&app, "run-c5", "FINISHED").await;
+    finished_run(&app, "run-c5").await;
     // Pruned through the running daemon's own records (either backend).
     let records = app.store.clone().run_records();
     let report = callbackd::api::retention::prune(&*records, Duration::ZERO, 10)
@@ -427,9 +428,7 @@ fn store_args(app: &TestApp, dir: &std::path::Path) -> Vec<String> {
 #[tokio::test]
 async fn prune_dry_run_on_either_backend_says_what_would_go_and_changes_nothing() {
     let app = spawn().await;
-    session(&app, "run-c6").await;
-    first_half(&app, "run-c6").await;
-    second_half(&app, "run-c6", "FINISHED").await;
+    finished_run(&app, "run-c6").await;
     let events = "SELECT count(*) FROM run_events WHERE run_id = 'run-c6'";
     assert_eq!(app.count(events).await, 8);
     let home = tempfile::tempdir().unwrap();
