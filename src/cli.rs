@@ -263,6 +263,14 @@ pub struct DecideArgs {
     /// Why; a denial's reason is told to the model.
     #[arg(long)]
     pub reason: Option<String>,
+    /// `approve` only: run the tool with these arguments instead of the model's (a JSON
+    /// object, checked against the tool's input schema; a refused edit leaves the approval
+    /// pending). The record keeps both.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// `approve` only: confirm the approval of a tool marked `confirm = true`.
+    #[arg(long)]
+    pub yes: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -467,6 +467,7 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
                 owner: String::new(),
                 lease_until_ms: 0,
                 approved_args: None,
+                confirm: false,
             };
             store
                 .clone()

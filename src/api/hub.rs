@@ -101,6 +101,8 @@ async fn forward(runs: Runs, mut notices: broadcast::Receiver<StoreNotice>) {
                     e.tx.send_replace(u64::MAX);
                 }
             }
+            // Not a run's events: the approvals follow these (`approvals::wake`).
+            Ok(StoreNotice::ApprovalChanged { .. }) => {}
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }

@@ -188,6 +188,8 @@ impl App {
             )
         });
         let sweeper = self.api.approvals().spawn_sweeper();
+        // Decisions made through other daemons (PostgreSQL) wake the calls held here.
+        let wake = self.api.approvals().spawn_wake();
         let api = self.api.clone();
         let shutdown = async move {
             shutdown.await;
@@ -205,6 +207,7 @@ impl App {
         };
         server::serve(self.listener, self.router, self.limits, shutdown).await;
         sweeper.abort();
+        wake.abort();
         if let Some(task) = retention {
             task.abort();
         }
@@ -273,8 +276,11 @@ impl AppBuilder {
         // A held call cannot outlive the daemon it waited in: approvals whose daemon is
         // gone (its lease ran out) are cancelled; those of live daemons sharing the database
         // stay theirs.
-        let approvals =
-            crate::approvals::Approvals::with_store(approval_records, Some(store.clone()));
+        let approvals = crate::approvals::Approvals::with_store(
+            approval_records,
+            Some(store.clone()),
+            std::time::Duration::from_millis(config.tools.approval_poll_ms),
+        );
         match approvals.sweep().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(

@@ -279,19 +279,47 @@ fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::
     if let Some(r) = &args.reason {
         body["reason"] = r.clone().into();
     }
+    anyhow::ensure!(
+        approve || (args.args.is_none() && !args.yes),
+        "--args and --yes go with approve: a denial runs nothing"
+    );
+    if let Some(edited) = &args.args {
+        let edited: Value = serde_json::from_str(edited)
+            .map_err(|e| anyhow::anyhow!("--args is not JSON ({e}); give the tool's arguments as a JSON object, like --args '{{\"env\": \"staging\"}}'"))?;
+        anyhow::ensure!(
+            edited.is_object(),
+            "--args must be a JSON object (the tool's arguments), not {edited}"
+        );
+        body["args"] = edited;
+    }
     let path = format!("/v1/approvals/{}", encode(&args.approval_id));
+    if approve && !args.yes {
+        // A tool marked `confirm = true` is approved only when the person says so twice.
+        let current = rt.block_on(client.get(&path))?;
+        anyhow::ensure!(
+            current.get("confirm").and_then(Value::as_bool) != Some(true),
+            "tool {} is marked confirm = true: check its arguments ({}) and approve again \
+             with --yes",
+            current.get("tool").and_then(Value::as_str).unwrap_or("?"),
+            current.get("args").cloned().unwrap_or(Value::Null)
+        );
+    }
     let decided = rt.block_on(client.json(http::Method::POST, &path, Some(&body)))?;
     if args.client.json {
         println!("{decided}");
     } else {
         println!(
-            "approval {} {} by {}",
+            "approval {} {} by {}{}",
             args.approval_id,
             decided.get("state").and_then(Value::as_str).unwrap_or("?"),
             decided
                 .get("decided_by")
                 .and_then(Value::as_str)
-                .unwrap_or("?")
+                .unwrap_or("?"),
+            match decided.get("approved_args").filter(|a| !a.is_null()) {
+                Some(a) => format!(", with edited arguments {a}"),
+                None => String::new(),
+            }
         );
     }
     Ok(())

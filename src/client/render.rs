@@ -218,19 +218,59 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
                 .to_string(),
         ),
         "up_to_date" => ("live".into(), DIM, "caught up; what follows is live".into()),
-        "approval_required" => (
-            "approval".into(),
-            YELLOW,
-            format!(
-                "{} waits for approval ({})",
-                ev.pointer("/approval/tool")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?"),
-                ev.pointer("/approval/id")
+        "approval_required" => {
+            let a = |k: &str| {
+                ev.pointer(&format!("/approval/{k}"))
                     .and_then(Value::as_str)
                     .unwrap_or("?")
-            ),
-        ),
+                    .to_string()
+            };
+            let args = ev.pointer("/approval/args").cloned().unwrap_or(Value::Null);
+            (
+                "approval".into(),
+                YELLOW,
+                format!(
+                    "{} waits for approval: {} until {}; callbackd approve {} [--args '...'] \
+                     or callbackd deny {} --reason '...'",
+                    a("tool"),
+                    one_line(&args.to_string()),
+                    a("expires_at").get(11..19).unwrap_or("?"),
+                    a("id"),
+                    a("id"),
+                ),
+            )
+        }
+        "question" => {
+            let q = |k: &str| {
+                ev.pointer(&format!("/question/{k}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_string()
+            };
+            let options: Vec<&str> = ev
+                .pointer("/question/options")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            (
+                "question".into(),
+                YELLOW,
+                format!(
+                    "{}{}; answer with POST /v1/runs/{}/resume {{\"question_id\": \"{}\", \
+                     \"answer\": ...}} (or the console)",
+                    one_line(&q("text")),
+                    if options.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", one_line(&options.join(" / ")))
+                    },
+                    s(ev, "run_id"),
+                    q("id"),
+                ),
+            )
+        }
         "approval_resolved" => (
             "approval".into(),
             YELLOW,
@@ -317,6 +357,13 @@ mod tests {
             (
                 json!({"type":"sdk_message","seq":10,"at":at,"message":{"type":"system"}}),
                 "  #10 10:11:12 event      system",
+            ),            (
+                json!({"type":"approval_required","run_id":"r1","at":at,"approval":{"id":"appr_1","tool":"deploy","args":{"env":"prod"},"expires_at":"2026-12-01T10:21:12.000Z"}}),
+                "      10:11:12 approval   deploy waits for approval: {\"env\":\"prod\"} until 10:21:12; callbackd approve appr_1 [--args '...'] or callbackd deny appr_1 --reason '...'",
+            ),
+            (
+                json!({"type":"question","run_id":"r1","at":at,"question":{"id":"appr_2","text":"Deploy?","options":["yes","no"],"expires_at":at}}),
+                "      10:11:12 question   Deploy? [yes / no]; answer with POST /v1/runs/r1/resume {\"question_id\": \"appr_2\", \"answer\": ...} (or the console)",
             ),
         ];
         for (ev, want) in cases {

@@ -24,6 +24,11 @@ pub struct ToolsConfig {
     pub limits: BTreeMap<String, ToolLimitsConfig>,
     /// `[[tools.command]]`: tools that run a program.
     pub command: Vec<CommandToolConfig>,
+    /// How often a held call re-reads its approval when nothing woke it: the fallback for
+    /// a decision made through another daemon on SQLite, or a missed PostgreSQL
+    /// notification (a decision through this daemon, or another on PostgreSQL, wakes it at
+    /// once). Default 5 s.
+    pub approval_poll_ms: u64,
 }
 
 /// One `[tools.limits.NAME]` table: for built-in and plugin tools, whose limits are set in
@@ -45,6 +50,9 @@ pub struct ToolLimitsConfig {
     /// How long a held call waits for a decision before it is denied; default 10 minutes.
     #[schemars(example = 600000)]
     pub approval_timeout_ms: Option<u64>,
+    /// The console asks for a second, confirming step before it approves a call of this
+    /// tool (and `callbackd approve` for `--yes`).
+    pub confirm: Option<bool>,
 }
 
 impl Default for ToolsConfig {
@@ -55,6 +63,7 @@ impl Default for ToolsConfig {
             disabled: Vec::new(),
             limits: Default::default(),
             command: Vec::new(),
+            approval_poll_ms: 5_000,
         }
     }
 }
@@ -69,6 +78,11 @@ impl ToolsConfig {
         if self.timeout_ms == 0 {
             return Err(ConfigError::Invalid(
                 "tools.timeout_ms must be at least 1".into(),
+            ));
+        }
+        if self.approval_poll_ms == 0 {
+            return Err(ConfigError::Invalid(
+                "tools.approval_poll_ms must be at least 1".into(),
             ));
         }
         for (name, limits) in &self.limits {
@@ -135,6 +149,9 @@ pub struct CommandToolConfig {
     #[serde(default)]
     #[schemars(example = 600000)]
     pub approval_timeout_ms: Option<u64>,
+    /// As in `[tools.limits.NAME]`: approving asks for a confirming step.
+    #[serde(default)]
+    pub confirm: Option<bool>,
 }
 
 /// The `approval` key as written in the config (compiled against the tool's schema by

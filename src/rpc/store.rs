@@ -98,6 +98,24 @@ impl CallFields for StoreLine<'_> {
     }
 }
 
+/// The run a `runs.update` ends, and its status (a cheap text check first: most updates
+/// are of running runs).
+fn run_ended(call: &StoreCall) -> Option<(String, String)> {
+    let StoreCall::RunsUpdate(doc) = call else {
+        return None;
+    };
+    let text = doc.json.as_str();
+    if !["finished", "error", "cancelled", "expired"]
+        .iter()
+        .any(|s| text.contains(s))
+    {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let status = v.get("status")?.as_str()?;
+    crate::approvals::run_has_ended(status).then(|| (doc.run_id.clone(), status.to_string()))
+}
+
 async fn handle(
     state: &RpcState,
     ns: &Namespace,
@@ -111,11 +129,23 @@ async fn handle(
     let fut = async {
         let admitted = quotas.admit(ns, &mut call, req.body.len()).await?;
         let lifecycle = super::run_log::Lifecycle::of(&call);
+        let ended = run_ended(&call);
         match state.store.call(ns, call).await {
             Ok(output) => {
                 quotas.done(admitted);
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.log(ns);
+                }
+                if let (Some((run_id, status)), Some(approvals)) = (ended, &state.approvals) {
+                    // The run's pending approvals end with it, now (not at the held call's
+                    // next poll): their calls can no longer run.
+                    let (approvals, ns) = (approvals.clone(), ns.clone());
+                    tokio::spawn(async move {
+                        let reason = format!(
+                            "its run {run_id} ended ({status}) while the approval was pending"
+                        );
+                        approvals.cancel_run(&ns, &run_id, &reason).await;
+                    });
                 }
                 Ok(output)
             }

@@ -250,18 +250,17 @@ async fn wait_for_approval(
             ToolOutcome::Denied,
         );
     };
-    let held = match approvals
-        .hold(
-            ns,
-            agent_id,
-            run_id,
-            tool_name,
-            tool_call_id,
-            args,
-            tool.approval_timeout(),
-        )
-        .await
-    {
+    let request = crate::approvals::HoldRequest {
+        ns,
+        agent_id,
+        run_id,
+        tool: tool_name,
+        tool_call_id,
+        args,
+        timeout: tool.approval_timeout(),
+        confirm: tool.confirm(),
+    };
+    let held = match approvals.hold(request).await {
         Ok(held) => held,
         Err(e) => {
             tracing::error!(target: "callbackd::tools", error = %e, "cannot record an approval");

@@ -1,5 +1,5 @@
-//! [`ApprovalRecords`]: the held tool calls and their decisions, as a trait each backend
-//! implements (the SQLite one is `store::sqlite::approvals`).
+//! [`ApprovalRecords`]: the held tool calls and their decisions, as a trait both backends
+//! implement with the one SQL of `store::sql::approvals`.
 
 use serde_json::Value;
 
@@ -28,11 +28,14 @@ pub struct ApprovalRecord {
     pub lease_until_ms: i64,
     /// The arguments a person edited before approving: what the tool ran with.
     pub approved_args: Option<Value>,
+    /// The tool is marked `confirm = true` (migration 0007): the console asks twice.
+    pub confirm: bool,
 }
 
 /// A change of an approval's state, applied only when the approval is in one of `from`.
 #[derive(Debug, Clone)]
 pub struct ApprovalChange {
+    pub ns: Namespace,
     pub id: String,
     pub state: &'static str,
     pub by: Option<String>,

@@ -124,6 +124,9 @@ pub enum StoreNotice {
     /// made meanwhile may never be announced. Followers should also re-read on a slow timer
     /// of their own, so that no wake-up is ever lost for good.
     Resync,
+    /// Another daemon on the same database changed approval `id` (decided or cancelled it;
+    /// PostgreSQL): the daemon holding its call re-reads it (`approvals::wake`).
+    ApprovalChanged { ns: Namespace, id: String },
 }
 
 /// A backend for the store substores. Every backend answers every call with the same

@@ -137,6 +137,14 @@ pub enum Row {
         decided_by: Option<String>,
         decided_at: Option<i64>,
         reason: Option<String>,
+        /// The daemon holding the call while pending, and until when it vouches for it:
+        /// copied as they are, so a pending approval whose daemon is gone is cancelled by
+        /// the target's sweep like any other.
+        owner: String,
+        lease_until: i64,
+        /// What a person edited the arguments to (JSON text), if they did.
+        approved_args: Option<String>,
+        confirm: bool,
     },
     RunInput {
         ns: String,

@@ -73,6 +73,8 @@ pub struct RegisteredTool {
     /// When a call waits for a person (`[tools.limits.NAME] approval`), and for how long.
     approval: ApprovalPolicy,
     approval_timeout: Duration,
+    /// `confirm = true`: approving a held call asks for a confirming step.
+    confirm: bool,
     /// One permit per call allowed to run at once.
     pub(super) slots: Arc<Semaphore>,
 }
@@ -100,6 +102,11 @@ impl RegisteredTool {
 
     pub fn approval_timeout(&self) -> Duration {
         self.approval_timeout
+    }
+
+    /// Whether approving a held call of this tool asks for a confirming step.
+    pub fn confirm(&self) -> bool {
+        self.confirm
     }
 
     /// The compiled input schema (edited arguments of an approval are checked against it).
@@ -161,7 +168,7 @@ impl ToolRegistry {
         let mut candidates = builtins;
         for c in &config.command {
             // A command tool's own approval keys are its `[tools.limits.NAME]` ones.
-            if c.approval.is_some() || c.approval_timeout_ms.is_some() {
+            if c.approval.is_some() || c.approval_timeout_ms.is_some() || c.confirm.is_some() {
                 let set = registry.overrides.entry(c.name.clone()).or_default();
                 if set.approval.is_some() && c.approval.is_some() {
                     return Err(RegistryError::Invalid {
@@ -171,6 +178,7 @@ impl ToolRegistry {
                 }
                 set.approval = set.approval.take().or_else(|| c.approval.clone());
                 set.approval_timeout_ms = set.approval_timeout_ms.or(c.approval_timeout_ms);
+                set.confirm = set.confirm.or(c.confirm);
             }
             let tool = CommandTool::from_config(c).map_err(|reason| RegistryError::Invalid {
                 tool: c.name.clone(),
@@ -285,6 +293,7 @@ impl ToolRegistry {
             max_concurrency,
             approval,
             approval_timeout,
+            confirm: set.confirm.unwrap_or(false),
             slots: Arc::new(Semaphore::new(max_concurrency)),
         };
         self.tools.insert(name, Arc::new(entry));

@@ -44,6 +44,7 @@ static ASSETS: &[Asset] = &[
     asset!("run.js", JS),
     asset!("dom.js", JS),
     asset!("approvals.js", JS),
+    asset!("questions.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

@@ -126,7 +126,9 @@ fn text(result: &Value) -> String {
 
 #[tokio::test]
 async fn a_run_that_ends_cancels_its_pending_approval_and_the_tool_never_runs() {
-    let s = setup("", |_| {}).await;
+    // The poll is an hour: the run's end itself (its `runs.update` through this daemon)
+    // cancels the approval.
+    let s = setup("", |c| c.tools.approval_poll_ms = 3_600_000).await;
     let task = call(&s.app, "prod");
     let id = first_pending(&s.app).await["id"]
         .as_str()
@@ -160,10 +162,17 @@ async fn a_run_that_ends_cancels_its_pending_approval_and_the_tool_never_runs() 
     assert_eq!(calls[0]["cut_off"], false, "{calls}");
 }
 
+/// On PostgreSQL the holder's poll is set to an hour: only the `NOTIFY` the decision sends
+/// can wake it. SQLite has no notifications between daemons: there its poll (200 ms here)
+/// is what hears the decision.
 #[tokio::test]
 async fn a_second_daemon_leaves_the_first_ones_approval_pending_and_its_decision_reaches_the_holder(
 ) {
-    let s = setup("", |_| {}).await;
+    let poll = match crate::helpers::backend() {
+        crate::helpers::Backend::Postgres => 3_600_000,
+        crate::helpers::Backend::Sqlite => 200,
+    };
+    let s = setup("", |c| c.tools.approval_poll_ms = poll).await;
     let task = call(&s.app, "prod");
     let id = first_pending(&s.app).await["id"]
         .as_str()
@@ -272,6 +281,86 @@ async fn edited_arguments_are_checked_and_are_what_the_tool_runs_with() {
     let again = decide(&s.app, &id, json!({"decision": "deny"})).await;
     assert_eq!(again.status, 409);
     assert!(again.text().contains("approved by"), "{}", again.text());
+}
+
+#[tokio::test]
+async fn a_tool_marked_confirm_shows_it_on_its_approval_and_a_plain_one_does_not() {
+    let s = setup("confirm = true", |_| {}).await;
+    let task = call(&s.app, "prod");
+    let pending = first_pending(&s.app).await;
+    assert_eq!(pending["confirm"], true, "{pending}");
+    let id = pending["id"].as_str().unwrap().to_string();
+    let one = s.app.api_get(&format!("/v1/approvals/{id}")).await.json();
+    assert_eq!(one["confirm"], true, "{one}");
+    decide(
+        &s.app,
+        &id,
+        json!({"decision": "deny", "reason": "not now"}),
+    )
+    .await;
+    task.await.unwrap();
+    let plain = setup("", |_| {}).await;
+    let task = call(&plain.app, "prod");
+    let pending = first_pending(&plain.app).await;
+    assert_eq!(pending["confirm"], false, "{pending}");
+    let id = pending["id"].as_str().unwrap().to_string();
+    decide(&plain.app, &id, json!({"decision": "deny"})).await;
+    task.await.unwrap();
+}
+
+/// `callbackd` with `args` against `app`: (success, stdout, stderr).
+async fn cli(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_callbackd"));
+    cmd.args(args)
+        .args(["--url", &format!("http://{}", app.addr)])
+        .args(["--token", &app.api_token])
+        .env_remove("CALLBACKD_CONFIG");
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn approve_on_the_command_line_edits_arguments_and_asks_for_yes_on_a_confirm_tool() {
+    let s = setup("confirm = true", |_| {}).await;
+    let task = call(&s.app, "prod");
+    let id = first_pending(&s.app).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Not JSON, and JSON the tool's schema refuses: clear errors, still pending.
+    let (ok, _, err) = cli(&s.app, &["approve", &id, "--args", "{env: 1", "--yes"]).await;
+    assert!(!ok && err.contains("--args is not JSON"), "{err}");
+    let (ok, _, err) = cli(
+        &s.app,
+        &["approve", &id, "--args", r#"{"env": 5}"#, "--yes"],
+    )
+    .await;
+    assert!(!ok, "a refused edit approved");
+    assert!(err.contains("/env") && err.contains("type"), "{err}");
+    // The tool is marked confirm = true: approving without --yes is refused.
+    let (ok, _, err) = cli(&s.app, &["approve", &id, "--args", r#"{"env": "staging"}"#]).await;
+    assert!(!ok && err.contains("--yes"), "{err}");
+    assert_eq!(approvals(&s.app, "pending").await.len(), 1, "still pending");
+    assert!(!s.marker.exists());
+    let (ok, out, err) = cli(
+        &s.app,
+        &["approve", &id, "--args", r#"{"env": "staging"}"#, "--yes"],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("approved") && out.contains("staging"), "{out}");
+    let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
+    assert!(text(&result).contains("deployed"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(&s.marker).unwrap().trim(),
+        r#"{"env":"staging"}"#
+    );
 }
 
 #[tokio::test]

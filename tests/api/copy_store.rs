@@ -30,7 +30,8 @@ fn dump(db: &Path) -> Vec<String> {
         "SELECT id || '|' || ns || '|' || agent_id || '|' || coalesce(run_id, '<null>') || '|' || tool || '|' || \
          coalesce(tool_call_id, '<null>') || '|' || args || '|' || created_at || '|' || expires_at || '|' || \
          state || '|' || coalesce(decided_by, '<null>') || '|' || coalesce(decided_at, '<null>') || '|' || \
-         coalesce(reason, '<null>') FROM approvals ORDER BY id",
+         coalesce(reason, '<null>') || '|' || owner || '|' || lease_until || '|' || \
+         coalesce(approved_args, '<null>') || '|' || confirm FROM approvals ORDER BY id",
     ] {
         let mut stmt = conn.prepare(sql).unwrap();
         let rows = stmt.query_map([], |r| r.get::<_, String>(0)).unwrap();
@@ -180,11 +181,12 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
         .execute_batch(
             "INSERT INTO run_expiry VALUES ('default', 'r-old', 41, 1780000000000); \
              INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, \
-               created_at, expires_at, state, decided_by, decided_at, reason) VALUES ('ap-1', 'default', 'a-0', 'r-0', 'echo', 'call-1', \
+               created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, \
+               approved_args, confirm) VALUES ('ap-1', 'default', 'a-0', 'r-0', 'echo', 'call-1', \
                '{\"text\":\"hi\",\"n\":1.50}', 1780000000000, 1780000060000, 'approved', 'alice', \
-               1780000001000, 'fine'), \
+               1780000001000, 'fine', 'own_a', 1780000015000, '{\"text\":\"edited\"}', 1), \
              ('ap-2', 'default', 'a-1', NULL, 'echo', NULL, '{}', 1780000000000, 1780000060000, \
-               'denied', NULL, NULL, NULL)",
+               'denied', NULL, NULL, NULL, 'own_b', 1780000002000, NULL, 0)",
         )
         .unwrap();
 
@@ -254,6 +256,16 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
     })
     .await;
     assert_eq!(reads(&mid_app).await, before);
+    // The approvals' owner, lease, edited arguments and confirm mark came across.
+    let ap = mid_app.api_get("/v1/approvals/ap-1").await.json();
+    assert_eq!(ap["approved_args"], json!({"text": "edited"}), "{ap}");
+    assert_eq!(
+        (ap["edited"].clone(), ap["confirm"].clone()),
+        (json!(true), json!(true)),
+        "{ap}"
+    );
+    let ap2 = mid_app.api_get("/v1/approvals/ap-2").await.json();
+    assert_eq!(ap2["confirm"], false, "{ap2}");
     let next = mid_app
         .store_ok(
             "runEvents",

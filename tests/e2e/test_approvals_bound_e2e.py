@@ -3,17 +3,60 @@ approval lives and dies with its call, a second daemon on the same database leav
 one's approval alone and its decision reaches the holder, a call held for minutes finishes
 the turn, and edited arguments are what the tool receives. The `deploy` tool writes the
 arguments it ran with to a marker file: its absence proves it never ran.
+
+Each test runs on SQLite and on PostgreSQL (CALLBACKD_TEST_PG_URL; skipped without it outside
+CI), but the minutes-long hold, on SQLite only (it is the bridge's and the backend's behaviour
+under test, and it costs three minutes).
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import threading
 import time
 import tomllib
 
+import pytest
+
 import harness as h
 from test_run_api_e2e import Api, ApiStack, read_all
+
+BACKENDS = pytest.mark.parametrize("store", ["sqlite", "postgres"])
+
+
+def store_config(store: str, tmp, poll_ms: int | None = None) -> str:
+    """The `[store]` (and `[tools]`) TOML for a test on `store`: PostgreSQL in a schema of
+    its own, the tokens file in the test's data directory."""
+    out = ""
+    if store == "postgres":
+        out += f'[store]\nschema = "e2e_appr_{secrets.token_hex(6)}"\npath = "{tmp / "data" / "callbackd.db"}"\n'
+    if poll_ms is not None:
+        out += f"[tools]\napproval_poll_ms = {poll_ms}\n"
+    return out
+
+
+class Stack(ApiStack):
+    """An ApiStack whose daemon's `--db` is `location`: the SQLite file, or the PostgreSQL URL
+    (`--db` picks the backend; the schema and the tokens file's place come from the config)."""
+
+    def __init__(self, env, tmp, store: str, **kw):
+        self.store = store
+        if store == "postgres":
+            from test_postgres_e2e import pg_url
+            self.location = pg_url()
+        else:
+            self.location = str(tmp / "data" / "callbackd.db")
+        super().__init__(env, tmp, **kw)
+
+    def start(self, listen: str = "127.0.0.1:0"):
+        self.run = h.CallbackdRun(self.env, self.tmp, self.ws, self.backend, self.location, h.rand_token(),
+                                  h.rand_token(), listen=listen, extra_args=["--config", str(self.config)])
+        # A PostgreSQL test must not pass on SQLite: no SQLite file is made beside the tokens.
+        assert self.db.exists() == (self.store == "sqlite"), list(self.db.parent.iterdir())
+        tokens = tomllib.loads((self.db.parent / "callbackd.tokens").read_text())
+        self.api = Api(self.run.daemon_ready["url"], tokens["api_token"])
+        return self
 
 DEPLOY = """
 [[tools.command]]
@@ -26,9 +69,10 @@ approval_timeout_ms = {timeout}
 """
 
 
-def stack(env, tmp, timeout: int = 600000) -> tuple[ApiStack, object]:
+def stack(env, tmp, timeout: int = 600000, store: str = "sqlite", poll_ms: int | None = None) -> tuple[ApiStack, object]:
     marker = tmp / "deployed.json"
-    s = ApiStack(env, tmp, scenario="tool", config=DEPLOY.format(marker=marker, timeout=timeout),
+    config = store_config(store, tmp, poll_ms) + DEPLOY.format(marker=marker, timeout=timeout)
+    s = Stack(env, tmp, store, scenario="tool", config=config,
                  backend_env={"FB_TOOL_NAME": "deploy", "FB_TOOL_ARGS": json.dumps({"env": "prod"})})
     return s, marker
 
@@ -72,8 +116,9 @@ def run_events(api: Api, run_id: str, limit: float = 120) -> list[dict]:
     raise AssertionError(f"run {run_id} did not end")
 
 
-def test_cancelling_a_run_cancels_its_pending_approval_and_the_tool_never_runs(setup_env, tmp_path):
-    s, marker = stack(setup_env, tmp_path)
+@BACKENDS
+def test_cancelling_a_run_cancels_its_pending_approval_and_the_tool_never_runs(setup_env, tmp_path, store):
+    s, marker = stack(setup_env, tmp_path, store=store)
     sid = s.session()
     send(s, sid, "deploy with the tool")
     card = pending(s.api)
@@ -94,14 +139,17 @@ def test_cancelling_a_run_cancels_its_pending_approval_and_the_tool_never_runs(s
     del resolved
 
 
+@BACKENDS
 def test_a_second_daemon_leaves_the_approval_pending_and_approving_through_it_runs_the_tool_in_the_first(
-        setup_env, tmp_path):
-    s, marker = stack(setup_env, tmp_path)
+        setup_env, tmp_path, store):
+    # On PostgreSQL the holder polls once an hour: only the NOTIFY of the decision made
+    # through B can wake it.
+    s, marker = stack(setup_env, tmp_path, store=store, poll_ms=3_600_000 if store == "postgres" else None)
     sid = s.session()
     send(s, sid, "deploy with the tool")
     card = pending(s.api)
     # Daemon B: `callbackd serve` on the same database (and tokens file).
-    b = h.Proc("callbackd-b", [h.callbackd_bin(), "serve", "--listen", "127.0.0.1:0", "--db", s.db,
+    b = h.Proc("callbackd-b", [h.callbackd_bin(), "serve", "--listen", "127.0.0.1:0", "--db", s.location,
                                "--config", s.config], tmp_path / "logs-b", cwd=tmp_path,
                env={"CALLBACKD_STORE_TOKEN": h.rand_token(), "CALLBACKD_TOOL_TOKEN": h.rand_token()})
     ready = json.loads(b.wait_for_line("callbackd ready ", timeout=30))
@@ -119,8 +167,9 @@ def test_a_second_daemon_leaves_the_approval_pending_and_approving_through_it_ru
     s.stop()
 
 
-def test_edited_arguments_are_what_the_tool_receives(setup_env, tmp_path):
-    s, marker = stack(setup_env, tmp_path)
+@BACKENDS
+def test_edited_arguments_are_what_the_tool_receives(setup_env, tmp_path, store):
+    s, marker = stack(setup_env, tmp_path, store=store)
     sid = s.session()
     send(s, sid, "deploy with the tool")
     card = pending(s.api)
@@ -160,8 +209,9 @@ def test_a_call_held_for_minutes_then_approved_finishes_the_turn_with_its_result
     s.stop()
 
 
-def test_ask_user_answered_through_resume_reaches_the_model(setup_env, tmp_path):
-    s = ApiStack(setup_env, tmp_path, scenario="tool", config="",
+@BACKENDS
+def test_ask_user_answered_through_resume_reaches_the_model(setup_env, tmp_path, store):
+    s = Stack(setup_env, tmp_path, store, scenario="tool", config=store_config(store, tmp_path),
                  backend_env={"FB_TOOL_NAME": "ask_user",
                               "FB_TOOL_ARGS": json.dumps({"question": "Deploy now?", "options": ["yes", "no"]})})
     sid = s.session()

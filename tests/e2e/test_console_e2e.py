@@ -411,12 +411,15 @@ description = "Deploys to an environment"
 input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
 argv = ["sh", "-c", "cat > '{marker}'; echo '{{\\"deployed\\": true}}'"]
 approval = "always"
+confirm = true
 '''
 
 
 def test_console_approves_with_edited_arguments(setup_env, browser_env, tmp_path, monkeypatch):
     """Issue 25: the approval card's editor; a refused edit is shown and leaves it pending; the
-    edited arguments are what the tool runs with; the header counts what waits."""
+    edited arguments are what the tool runs with; the header counts what waits; a tool marked
+    `confirm = true` runs only after the confirming click; an `ask_user` question is answered
+    by clicking one of its options, and the answer reaches the model."""
     marker = tmp_path / "deployed.json"
     config = tmp_path / "callbackd.toml"
     config.write_text(DEPLOY_CONFIG.format(marker=marker))
@@ -445,18 +448,72 @@ def test_console_approves_with_edited_arguments(setup_env, browser_env, tmp_path
         assert b("eval", js="() => document.getElementById('approvals-count').textContent") == "1"
         b("click", selector=f"{card} details.edit summary")
         b("fill", selector=f"{card} .args-editor", text='{"env": 5}')
-        b("click", selector=f"{card} button.primary")
+        # confirm = true: Approve… shows what would run and sends nothing; Back leaves it.
+        b("click", selector=f"{card} .decide button.primary")
+        b("wait", selector=f"{card} .confirm-step:not([hidden])")
+        asked = b("eval", js=f"() => document.querySelector(\"{card} .confirm-step\").textContent")
+        assert 'deploy with {"env":5}' in asked, asked
+        b("click", selector=f"{card} .confirm-back")
+        b("wait", selector=f"{card} .confirm-step", state="hidden")
+        assert approval_state(base) == "pending" and not marker.exists()
+        b("click", selector=f"{card} .decide button.primary")
+        b("click", selector=f"{card} .confirm-yes")
         b("wait", selector=f"{card} .decide-note:not(:empty)")
         note = b("eval", js=f"() => document.querySelector(\"{card} .decide-note\").textContent")
         assert "/env" in note and "type" in note, note
         assert not marker.exists()
         b("fill", selector=f"{card} .args-editor", text='{"env": "staging"}')
-        b("click", selector=f"{card} button.primary")
+        b("click", selector=f"{card} .decide button.primary")
+        b("click", selector=f"{card} .confirm-yes")
         b("wait", selector=".transcript .approval[data-decision='approved']")
         assert "edited" in b("eval", js="() => document.querySelector('.transcript .approval').textContent")
         b("wait", selector=".final .output", timeout_ms=30000)
         assert b("eval", js="() => document.querySelector('.final .output').textContent") == 'Deploy said: {"deployed":true}'
         assert json.loads(marker.read_text()) == {"env": "staging"}
+
+        # A question: its options are buttons; a click answers, and the model gets the answer.
+        backend.post_script({"steps": [{"tool": "ask_user", "args": {"question": "Which region?", "options": ["eu", "us"]}},
+                                       {"textFromLastTool": "The person said: "}]})
+        b("fill", selector="#message", text="Ask me where.")
+        b("click", selector="#send")
+        q = ".transcript .question[data-decision='pending']"
+        b("wait", selector=f"{q} button.option")
+        assert b("eval", js=f"() => document.querySelector(\"{q} .question-text\").textContent") == "Which region?"
+        assert b("eval", js=f"() => [...document.querySelectorAll(\"{q} button.option\")].map(x => x.textContent)") == ["eu", "us"]
+        b("click", selector=f"{q} button.option:last-child")
+        b("wait", selector=".transcript .question[data-decision='approved']")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        b("wait", selector=".final .output:not(:empty)")
+        final = b("eval", js="() => document.querySelector('.final .output').textContent")
+        assert final == 'The person said: {"answer":"us"}', final
+
+        # A question without options, answered in the person's own words on the Approvals page.
+        backend.post_script({"steps": [{"tool": "ask_user", "args": {"question": "Any last words?"}},
+                                       {"textFromLastTool": "Last words: "}]})
+        b("fill", selector="#message", text="Ask me anything.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .question[data-decision='pending']")
+        b("goto", url=f"{base}/ui/#/approvals")
+        item = ".approvals-list .approval"
+        b("wait", selector=f"{item} .answer-text")
+        assert b("eval", js=f"() => document.querySelector(\"{item} .question-text\").textContent") == "Any last words?"
+        run_link = b("eval", js=f"() => document.querySelector(\"{item} a[href^='#/runs/']\").getAttribute('href')")
+        b("fill", selector=f"{item} .answer-text", text="ship it")
+        b("press", selector=f"{item} .answer-text", key="Enter")
+        b("wait", selector=".approvals-list .approval", state="detached")
+        b("goto", url=f"{base}/ui/{run_link}")
+        b("wait", selector=".final .output:not(:empty)", timeout_ms=30000)
+        final = b("eval", js="() => document.querySelector('.final .output').textContent")
+        assert final == 'Last words: {"answer":"ship it"}', final
     finally:
         b.close()
         run.proc.stop()
+
+
+def approval_state(base: str) -> str:
+    """The state of the one approval the daemon at `base` has."""
+    conn = http.client.HTTPConnection(urllib.parse.urlparse(base).hostname, urllib.parse.urlparse(base).port, timeout=10)
+    conn.request("GET", "/v1/approvals?state=all", headers={"Authorization": f"Bearer {API_TOKEN}"})
+    body = json.loads(conn.getresponse().read())
+    conn.close()
+    return body["approvals"][0]["state"]

@@ -55,10 +55,12 @@ def test_a_fork_after_turn_one_carries_turn_one_only_and_outlives_its_source(set
 
 
 def test_a_fork_on_postgres(setup_env, tmp_path):
-    from test_postgres_e2e import pg_url
-    url, schema = pg_url(), "e2e_fork_" + secrets.token_hex(6)
-    config = f'[store]\nbackend = "postgres"\nurl = "{url}"\nschema = "{schema}"\n'
-    s = ApiStack(setup_env, tmp_path, scenario="text", config=config)
+    # `--db` picks the backend and ApiStack passes the SQLite file: this Stack passes the
+    # PostgreSQL URL and fails if a SQLite file appears, so the test cannot pass on SQLite.
+    from test_approvals_bound_e2e import Stack
+    schema = "e2e_fork_" + secrets.token_hex(6)
+    config = f'[store]\nschema = "{schema}"\npath = "{tmp_path / "data" / "callbackd.db"}"\n'
+    s = Stack(setup_env, tmp_path, "postgres", scenario="text", config=config)
     fork_after_turn_one(s)
 
 

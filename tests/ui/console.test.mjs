@@ -179,3 +179,18 @@ test("a held tool row waits for approval, then runs or ends unrun", () => {
   m.apply({ type: "approval_resolved", approval_id: "appr_2", decision: "cancelled", by: "callbackd", reason: "its run ended" }, false);
   assert.equal(m.byKey.get("tool:t2").state, "error");
 });
+
+test("a question is its own card: an answer resolves it, a run that ends cancels it", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "question", question: { id: "appr_q", text: "Which region?", options: ["eu", "us"] } }, false);
+  m.apply({ type: "question", question: { id: "appr_q", text: "Which region?", options: ["eu", "us"] } }, false);
+  const qs = m.items.filter((i) => i.kind === "question");
+  assert.equal(qs.length, 1, "a question re-sent on reconnect is one card");
+  m.apply({ type: "approval_resolved", approval_id: "appr_q", decision: "approved", by: "default/alice" }, false);
+  assert.equal(qs[0].decision, "approved");
+  assert.equal(m.items.filter((i) => i.kind === "approval").length, 0, "an answered question is not an approval card");
+  m.apply({ type: "question", question: { id: "appr_q2", text: "Sure?", options: [] } }, false);
+  m.apply({ type: "completed", status: "finished" }, true);
+  const q2 = m.items.find((i) => i.key === "question:appr_q2");
+  assert.equal(q2.decision, "cancelled", "an open question of an ended run has no controls");
+});

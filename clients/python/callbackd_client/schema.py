@@ -28,6 +28,7 @@ class ApprovalView(TypedDict):
     """An approval as the API and the stream show it."""
     approved_args: NotRequired[Any]
     args: dict[str, Any]
+    confirm: bool
     created_at: str
     decided_at: NotRequired[Optional[str]]
     decided_by: NotRequired[Optional[str]]

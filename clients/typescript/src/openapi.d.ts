@@ -325,6 +325,11 @@ export interface components {
             args: {
                 [key: string]: unknown;
             };
+            /**
+             * @description The tool is marked `confirm = true`: the console asks the person to confirm an
+             *     approval in a second step before it sends it.
+             */
+            confirm: boolean;
             created_at: string;
             decided_at?: string | null;
             decided_by?: string | null;

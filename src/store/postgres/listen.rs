@@ -5,6 +5,10 @@
 //! notifications into [`StoreNotice::Remote`]. The daemon's own appends are announced
 //! locally right after their commit and skipped here.
 //!
+//! A change of an approval sends one too (`{"i", "s", "ns", "a": approval id}`), heard as
+//! [`StoreNotice::ApprovalChanged`]: how a decision made through one daemon wakes the call
+//! another daemon holds (`approvals::wake`).
+//!
 //! A notification is delivered only to connections listening when it commits, so after the
 //! listening connection is lost and re-established every follower gets a
 //! [`StoreNotice::Resync`] and re-reads what it follows.
@@ -48,6 +52,22 @@ pub fn payload(instance: &str, schema: &str, notice: &EventAppended) -> String {
     p
 }
 
+/// The payload of an approval change's notification (ids are short: no cap needed beyond
+/// the one the id's own length keeps).
+pub fn approval_payload(instance: &str, schema: &str, ns: &Namespace, id: &str) -> String {
+    let mut p = String::with_capacity(64 + id.len());
+    p.push_str(r#"{"i":"#);
+    p.push_str(&json_str(instance));
+    p.push_str(r#","s":"#);
+    p.push_str(&json_str(schema));
+    p.push_str(r#","ns":"#);
+    p.push_str(&json_str(ns.as_str()));
+    p.push_str(r#","a":"#);
+    p.push_str(&json_str(id));
+    p.push('}');
+    p
+}
+
 #[derive(Deserialize)]
 struct Payload {
     i: String,
@@ -60,6 +80,9 @@ struct Payload {
     q: u64,
     #[serde(default)]
     all: bool,
+    /// An approval's id: its record changed.
+    #[serde(default)]
+    a: Option<String>,
 }
 
 /// What a notification means to this daemon, if anything.
@@ -68,7 +91,12 @@ fn decode(raw: &str, instance: &str, schema: &str) -> Option<StoreNotice> {
     if p.i == instance || p.s != schema {
         return None;
     }
-    Some(if p.all {
+    Some(if let Some(id) = p.a {
+        StoreNotice::ApprovalChanged {
+            ns: Namespace::new(&p.ns),
+            id,
+        }
+    } else if p.all {
         StoreNotice::Resync
     } else {
         StoreNotice::Remote(EventAppended {
@@ -187,5 +215,20 @@ mod tests {
         let p = payload("me", "public", &long);
         assert!(p.len() < 200, "{p}");
         assert_eq!(decode(&p, "other", "public"), Some(StoreNotice::Resync));
+    }
+
+    #[test]
+    fn an_approval_change_is_heard_by_other_daemons_of_the_schema() {
+        let ns = Namespace::new("team-a");
+        let p = approval_payload("me", "public", &ns, "appr_1");
+        assert_eq!(decode(&p, "me", "public"), None, "own notices are skipped");
+        assert_eq!(decode(&p, "other", "elsewhere"), None);
+        assert_eq!(
+            decode(&p, "other", "public"),
+            Some(StoreNotice::ApprovalChanged {
+                ns,
+                id: "appr_1".into()
+            })
+        );
     }
 }

@@ -137,16 +137,26 @@ pub const fn dollars<const N: usize>(s: &str) -> [u8; N] {
 }
 
 /// A [`Sql`] statement from its SQLite text (`?1` placeholders), optionally with a tail
-/// only PostgreSQL gets (`pg: " ON CONFLICT (…) DO NOTHING"`).
+/// only PostgreSQL gets (`pg: " ON CONFLICT (…) DO NOTHING"`). The text is a literal or a
+/// `concat!(…)` of literals and macros that give one (a column list shared by statements).
 macro_rules! sql {
     ($sqlite:literal) => {
-        $crate::store::sql::sql!($sqlite, pg: "")
+        $crate::store::sql::sql!(@make [$sqlite], "")
     };
-    ($sqlite:literal, pg: $pg:literal) => {{
-        const PG: &str = concat!($sqlite, $pg);
+    ($sqlite:literal, pg: $pg:literal) => {
+        $crate::store::sql::sql!(@make [$sqlite], $pg)
+    };
+    (concat!($($part:tt)*)) => {
+        $crate::store::sql::sql!(@make [concat!($($part)*)], "")
+    };
+    (concat!($($part:tt)*), pg: $pg:literal) => {
+        $crate::store::sql::sql!(@make [concat!($($part)*)], $pg)
+    };
+    (@make [$($sqlite:tt)*], $pg:literal) => {{
+        const PG: &str = concat!($($sqlite)*, $pg);
         const PG_BYTES: [u8; PG.len()] = $crate::store::sql::dollars(PG);
         const SQL: $crate::store::sql::Sql = $crate::store::sql::Sql {
-            sqlite: $sqlite,
+            sqlite: $($sqlite)*,
             postgres: match std::str::from_utf8(&PG_BYTES) {
                 Ok(s) => s,
                 Err(_) => panic!("not UTF-8"),

@@ -13,6 +13,7 @@ macro_rules! migrations {
             "0004_approval_leases",
             "0005_run_inputs",
             "0006_forks",
+            "0007_approval_confirm",
         )
     };
     (@files $dir:literal: $($name:literal),* $(,)?) => {

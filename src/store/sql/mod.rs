@@ -14,6 +14,7 @@
 //! readers drive them with [`ready`] and nothing is ever pending.
 
 pub mod agents;
+pub mod approvals;
 pub mod call;
 pub mod cascade;
 pub mod checkpoints;

@@ -33,7 +33,8 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
         Table::RunExpiry => ("ns, run_id, expired_through, pruned_at", "ns, run_id"),
         Table::RunInputs => ("ns, run_id, text", "ns, run_id"),
         Table::Approvals => (
-            "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason",
+            "id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, \
+             decided_by, decided_at, reason, owner, lease_until, approved_args, confirm",
             "id",
         ),
         Table::SessionForks => (
@@ -177,6 +178,10 @@ fn row(table: Table, r: &dyn super::Row) -> Result<Result<Row, TransferError>, S
             decided_by: o(10)?,
             decided_at: r.opt_int(11)?,
             reason: o(12)?,
+            owner: s(13)?,
+            lease_until: r.int(14)?,
+            approved_args: o(15)?,
+            confirm: r.bool(16)?,
         },
         Table::RunInputs => Row::RunInput {
             ns: s(0)?,
@@ -234,9 +239,9 @@ pub async fn write<X: Exec>(x: &X, rows: &[Row]) -> Result<(), X::Error> {
                 sql!("INSERT INTO run_expiry (ns, run_id, expired_through, pruned_at) VALUES (?1, ?2, ?3, ?4)"),
                 vec![Text(ns), Text(run_id), Int(*expired_through), Int(*pruned_at)],
             ),
-            Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason } => (
-                sql!("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
-                vec![Text(id), Text(ns), Text(agent_id), OptText(run_id.as_deref()), Text(tool), OptText(tool_call_id.as_deref()), Text(args.as_str()), Int(*created_at), Int(*expires_at), Text(state), OptText(decided_by.as_deref()), OptInt(*decided_at), OptText(reason.as_deref())],
+            Row::Approval { id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm } => (
+                sql!("INSERT INTO approvals (id, ns, agent_id, run_id, tool, tool_call_id, args, created_at, expires_at, state, decided_by, decided_at, reason, owner, lease_until, approved_args, confirm) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"),
+                vec![Text(id), Text(ns), Text(agent_id), OptText(run_id.as_deref()), Text(tool), OptText(tool_call_id.as_deref()), Text(args.as_str()), Int(*created_at), Int(*expires_at), Text(state), OptText(decided_by.as_deref()), OptInt(*decided_at), OptText(reason.as_deref()), Text(owner), Int(*lease_until), OptText(approved_args.as_deref()), Bool(*confirm)],
             ),
             Row::RunInput { ns, run_id, text } => (
                 sql!("INSERT INTO run_inputs (ns, run_id, text) VALUES (?1, ?2, ?3)"),

@@ -403,7 +403,8 @@ async function runPage({ runId, send }) {
     // A held tool call: the person watching decides (the stream then says approval_resolved).
     view.onDecide = async (id, decision) => {
       try {
-        await api.post(`/v1/approvals/${api.enc(id)}`, decision);
+        // An answer to a question resumes the run; anything else decides an approval.
+        await api.post(decision.question_id ? `/v1/runs/${api.enc(model.runId)}/resume` : `/v1/approvals/${api.enc(id)}`, decision);
       } catch (e) {
         cancelNote.textContent = `the ${decision.decision} was not taken: ${e.detail || e.message}`;
         throw e;

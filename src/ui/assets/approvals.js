@@ -3,6 +3,10 @@
 // how long is left. Decisions go to POST /v1/approvals/{id}; a refusal (an edit that fails the
 // tool's schema, an approval that ended meanwhile) is shown, never swallowed.
 import { h, fill, when } from "./dom.js";
+import { questionForm } from "./questions.js";
+
+/** The built-in tool whose held calls are questions to the person, answered, not approved. */
+const ASK_USER = "ask_user";
 
 /** "4 min 10 s left" until `iso`, or "time is up". */
 export function timeLeft(iso) {
@@ -53,12 +57,31 @@ export function decisionForm(approval, post) {
       note.textContent = `the ${decision} was not taken: ${e.detail || e.message}`;
     }
   };
+  // A tool marked `confirm = true`: Approve first shows what will run, and only "Yes, run
+  // it" sends the approval; "Back" sends nothing.
+  const confirmRow = h("div.confirm-step", { hidden: true, role: "alertdialog", "aria-label": "Confirm the approval" });
+  const approve = () => {
+    if (!approval.confirm) return send("approve");
+    let shown;
+    try {
+      shown = JSON.stringify(JSON.parse(editor.value));
+    } catch (e) {
+      note.textContent = `the arguments are not valid JSON: ${e.message}`;
+      return;
+    }
+    fill(confirmRow,
+      h("span", {}, `Run ${approval.tool} with ${shown}?`),
+      h("button.primary.confirm-yes", { type: "button", onclick: () => { confirmRow.hidden = true; send("approve"); } }, "Yes, run it"),
+      h("button.confirm-back", { type: "button", onclick: () => { confirmRow.hidden = true; } }, "Back"));
+    confirmRow.hidden = false;
+  };
   return h("div.decision", {},
     h("details.edit", {}, h("summary", {}, "Edit arguments before approving"), editor),
     h("div.decide", {},
-      h("button.primary", { type: "button", onclick: () => send("approve") }, "Approve"),
+      h("button.primary", { type: "button", onclick: approve }, approval.confirm ? "Approve…" : "Approve"),
       reason,
       h("button.danger", { type: "button", onclick: () => send("deny") }, "Deny")),
+    confirmRow,
     note);
 }
 
@@ -86,8 +109,13 @@ export function approvalsPage(main, api, canWrite, setTeardown) {
               a.run_id ? h("a.small", { href: `#/runs/${api.enc(a.run_id)}` }, "run") : null,
               h("a.small", { href: `#/sessions/${api.enc(a.session_id)}` }, "session"),
               h("time", { datetime: a.created_at }, when(a.created_at)), left),
-            h("pre.args", {}, JSON.stringify(a.args ?? {}, null, 2)),
-            canWrite() ? decisionForm(a, (body) => api.post(`/v1/approvals/${api.enc(a.id)}`, body).then(load)) : null), left, expires: a.expires_at };
+            a.tool === ASK_USER
+              ? h("p.question-text", {}, a.args?.question ?? "")
+              : h("pre.args", {}, JSON.stringify(a.args ?? {}, null, 2)),
+            !canWrite() ? null
+              : a.tool === ASK_USER && a.run_id
+                ? questionForm({ id: a.id, options: a.args?.options }, (answer) => api.post(`/v1/runs/${api.enc(a.run_id)}/resume`, { question_id: a.id, answer }).then(load))
+                : decisionForm(a, (body) => api.post(`/v1/approvals/${api.enc(a.id)}`, body).then(load))), left, expires: a.expires_at };
           cards.set(a.id, card);
           list.append(card.li);
         }

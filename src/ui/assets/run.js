@@ -3,6 +3,7 @@
 // step by its seq), so an event applied twice updates its row instead of adding one.
 
 import { decisionForm, timeLeft } from "./approvals.js";
+import { questionForm, questionOutcome } from "./questions.js";
 import { h, fill, when, ms, short } from "./dom.js";
 
 const TOOL_LABEL = { waiting: "waiting for approval", running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
@@ -109,7 +110,14 @@ export class RunModel {
         if (tool && tool.state === "running") this.upsert(tool.key, { state: "waiting" });
         break;
       }
+      case "question":
+        this.upsert(`question:${ev.question?.id}`, { kind: "question", question: ev.question, decision: null });
+        break;
       case "approval_resolved": {
+        if (this.byKey.has(`question:${ev.approval_id}`)) {
+          this.upsert(`question:${ev.approval_id}`, { decision: ev.decision, by: ev.by, reason: ev.reason });
+          break;
+        }
         this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited });
         const callId = this.byKey.get(`approval:${ev.approval_id}`)?.approval?.tool_call_id;
         const tool = callId && this.byKey.get(`tool:${callId}`);
@@ -126,7 +134,7 @@ export class RunModel {
   abandonRunning() {
     for (const i of this.items) {
       // A held call of an ended run never runs: no buttons, and why.
-      if (i.kind === "approval" && !i.decision) {
+      if ((i.kind === "approval" || i.kind === "question") && !i.decision) {
         Object.assign(i, { decision: "cancelled", by: "callbackd", reason: "the run ended while it waited for a decision; it was not run" });
         i.rev = (i.rev || 0) + 1;
       }
@@ -346,6 +354,18 @@ function renderItem(li, item, decide) {
         item.approval?.expires_at && !item.decision ? h("span.time-left", {}, timeLeft(item.approval.expires_at)) : null,
         pending ? h("pre.args", {}, JSON.stringify(item.approval?.args ?? {}, null, 2)) : null,
         pending ? decisionForm(item.approval || {}, (body) => decide(li.dataset.approvalId, body)) : null);
+      break;
+    }
+    case "question": {
+      const q = item.question || {};
+      li.dataset.questionId = q.id || "";
+      li.dataset.decision = item.decision || "pending";
+      fill(li,
+        h("span.label", {}, "question"),
+        h("span.question-text", {}, q.text || ""),
+        item.decision ? h("span.outcome", {}, questionOutcome(item)) : h("span.time-left", {}, timeLeft(q.expires_at)),
+        item.reason ? h("span.reason", {}, item.reason) : null,
+        !item.decision && decide ? questionForm(q, (answer) => decide(q.id, { question_id: q.id, answer })) : null);
       break;
     }
     default:
