@@ -1,5 +1,5 @@
 //! [`ForkRecords`]: where each forked session came from (`POST /v1/sessions/{id}/fork`), as
-//! a trait each backend implements (`store::sqlite::forks`, `store::postgres::forks`). The
+//! a trait both backends implement with the SQL of `store::sql::forks`. The
 //! fork's documents and blobs themselves are ordinary store rows of the new agent; this is
 //! only the note beside them, which goes with the fork and never with its source.
 
@@ -40,10 +40,6 @@ pub trait ForkRecords: Send + Sync + 'static {
         source_agent_id: &str,
     ) -> BoxFuture<'_, Result<Vec<ForkRecord>, StoreError>>;
 }
-
-/// The columns, in the order both backends read them.
-pub(crate) const COLUMNS: &str =
-    "agent_id, source_agent_id, source_run_id, at, model, tools, created_at";
 
 /// The `tools` column's JSON text.
 pub(crate) fn tools_json(tools: &[String]) -> String {

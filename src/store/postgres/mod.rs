@@ -12,7 +12,6 @@ mod check;
 mod db;
 pub mod dump;
 mod error;
-mod forks;
 mod listen;
 pub mod migrate;
 mod records;
@@ -437,3 +436,4 @@ impl Store for PgStore {
 pub use crate::secret::redact_url;
 
 sql::memory::impl_tool_data!(PgStore);
+sql::forks::impl_fork_records!(PgStore);

@@ -4,10 +4,8 @@
 //! tool call row names the daemon that runs it (`owner`, its instance id), and a starting
 //! daemon interrupts only the running calls of daemons no longer connected.
 
-use tokio_postgres::types::Type;
-
 use super::PgStore;
-use crate::store::records::{PruneReport, ToolCallStart};
+use crate::store::records::PruneReport;
 use crate::store::{sql, BoxFuture, StoreError};
 
 /// A daemon's listening connection is named this, a space and its instance id: how other
@@ -26,57 +24,15 @@ pub fn gone_owner() -> String {
 sql::records::impl_run_records!(PgStore);
 
 impl PgStore {
-    fn tool_call_start(
-        &self,
-        ns: String,
-        call: ToolCallStart,
-        held: bool,
-    ) -> BoxFuture<'_, Result<i64, StoreError>> {
-        let owner = self.inner.instance.clone();
-        let outcome = if held { "awaiting" } else { "running" };
-        self.run_tx(move |db| {
-            let (ns, call, owner) = (ns.clone(), call.clone(), owner.clone());
-            Box::pin(async move {
-                let rows = db
-                    .query(
-                        "INSERT INTO tool_calls (ns, agent_id, run_id, tool_call_id, tool, \
-                         started_at, outcome, owner) VALUES ($1, $2, $3, $4, $5, $6, $8, $7) \
-                         RETURNING id",
-                        &[
-                            (&ns, Type::TEXT),
-                            (&call.agent_id, Type::TEXT),
-                            (&call.run_id, Type::TEXT),
-                            (&call.tool_call_id, Type::TEXT),
-                            (&call.tool, Type::TEXT),
-                            (&call.started_at_ms, Type::INT8),
-                            (&owner, Type::TEXT),
-                            (&outcome, Type::TEXT),
-                        ],
-                    )
-                    .await?;
-                Ok(rows[0].get(0))
-            })
-        })
+    /// This daemon (its instance id), so that another one starting interrupts the call
+    /// only once this one is gone.
+    fn tool_call_owner(&self) -> Option<String> {
+        Some(self.inner.instance.clone())
     }
 
-    /// Read and recorded in one transaction.
-    fn snapshot_delta_of(
-        &self,
-        key: [String; 2],
-        seq: u64,
-        new: Option<u32>,
-    ) -> BoxFuture<'_, Result<u32, StoreError>> {
-        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-        self.sql_write(move |x| {
-            let [ns, run_id] = key.clone();
-            Box::pin(async move {
-                if let Some(delta) = sql::records::read_delta(x, &ns, &run_id, seq).await? {
-                    return Ok(delta);
-                }
-                let Some(new) = new else { return Ok(0) };
-                sql::records::record_delta(x, &ns, &run_id, seq, new).await
-            })
-        })
+    /// Nothing ahead of the write: its one transaction reads and records.
+    fn delta_seen(&self, _: [String; 2], _: i64) -> BoxFuture<'_, Result<Option<u32>, StoreError>> {
+        Box::pin(async { Ok(None) })
     }
 
     fn prune_runs(

@@ -1,14 +1,50 @@
 //! [`RunRecords`](crate::store::RunRecords): the `tool_calls`, `event_meta` and
 //! `run_expiry` tables of migration 0002. The reads and the plain updates are written once
-//! here; what truly differs stays with each backend (how a started call gets its id and, on
-//! PostgreSQL, its owning daemon; pruning; interrupting the calls of a stopped daemon; where
-//! an event's snapshot delta is read first).
+//! here; what truly differs stays with each backend (a started call's owning daemon on
+//! PostgreSQL; pruning; interrupting the calls of a stopped daemon; where an event's
+//! snapshot delta is read first).
 
 use super::{sql, Dialect, Exec, Value};
 use crate::store::event_doc::now_ms;
 use crate::store::records::{
-    usage_sql, NamespaceUsage, PrunePreview, PruneReport, RunPositions, ToolCallRecord, ToolOutcome,
+    usage_sql, NamespaceUsage, PrunePreview, PruneReport, RunPositions, ToolCallRecord,
+    ToolCallStart, ToolOutcome,
 };
+use crate::store::StoreError;
+
+/// Records a tool call as it starts (`awaiting` a decision when `held`, else `running`);
+/// its id. `owner`, the daemon running it, only where several daemons share the table
+/// (PostgreSQL's `tool_calls` has the column, SQLite's does not).
+pub async fn tool_call_start<X: Exec>(
+    x: &X,
+    ns: &str,
+    call: &ToolCallStart,
+    held: bool,
+    owner: Option<&str>,
+) -> Result<i64, X::Error> {
+    let d = X::DIALECT;
+    let mut params = vec![
+        Value::Text(ns),
+        Value::Text(&call.agent_id),
+        Value::OptText(call.run_id.as_deref()),
+        Value::OptText(call.tool_call_id.as_deref()),
+        Value::Text(&call.tool),
+        Value::Int(call.started_at_ms),
+        Value::Text(if held { "awaiting" } else { "running" }),
+    ];
+    let mut columns = "ns, agent_id, run_id, tool_call_id, tool, started_at, outcome".to_string();
+    if let Some(owner) = owner {
+        columns.push_str(", owner");
+        params.push(Value::Text(owner));
+    }
+    let marks: Vec<String> = (1..=params.len()).map(|i| d.param(i)).collect();
+    let sql = format!(
+        "INSERT INTO tool_calls ({columns}) VALUES ({}) RETURNING id",
+        marks.join(", ")
+    );
+    let id = x.first(&sql, &params, |r| r.int(0)).await?;
+    Ok(id.ok_or_else(|| StoreError::Internal("a tool call was inserted without an id".into()))?)
+}
 
 /// The statuses after which a run changes no more (retention removes only their events).
 pub const TERMINAL: &str = "('finished','error','cancelled','expired')";
@@ -252,6 +288,24 @@ pub async fn read_delta<X: Exec>(
     Ok(delta.map(|d| u32::try_from(d).unwrap_or(0)))
 }
 
+/// The delta of event `seq`: the recorded one, else `new` recorded (0 when there is none to
+/// record), in the caller's transaction.
+pub async fn delta_of<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+    seq: i64,
+    new: Option<u32>,
+) -> Result<u32, X::Error> {
+    if let Some(delta) = read_delta(x, ns, run_id, seq).await? {
+        return Ok(delta);
+    }
+    match new {
+        Some(new) => record_delta(x, ns, run_id, seq, new).await,
+        None => Ok(0),
+    }
+}
+
 /// Records `new` as the delta of event `seq` unless one is recorded (the first value
 /// recorded wins, whichever daemon records it); the recorded one.
 pub async fn record_delta<X: Exec>(
@@ -329,7 +383,7 @@ pub async fn run_inputs<X: Exec>(
 }
 
 /// `impl RunRecords for $store`, for a store with `sql_read` and `sql_write` and its own
-/// `tool_call_start`, `snapshot_delta_of`, `prune_runs` and `interrupt_tool_calls`.
+/// `tool_call_owner`, `delta_seen`, `prune_runs` and `interrupt_tool_calls`.
 macro_rules! impl_run_records {
     ($store:ty) => {
         impl $crate::store::RunRecords for $store {
@@ -366,7 +420,21 @@ macro_rules! impl_run_records {
                 call: $crate::store::records::ToolCallStart,
                 held: bool,
             ) -> $crate::store::BoxFuture<'_, Result<i64, $crate::store::StoreError>> {
-                self.tool_call_start(ns.as_str().to_string(), call, held)
+                let [ns] = $crate::store::sql::owned([ns.as_str()]);
+                let owner = self.tool_call_owner();
+                self.sql_write(move |x| {
+                    let (ns, call, owner) = (ns.clone(), call.clone(), owner.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::records::tool_call_start(
+                            x,
+                            &ns,
+                            &call,
+                            held,
+                            owner.as_deref(),
+                        )
+                        .await
+                    })
+                })
             }
 
             fn tool_call_resumed(
@@ -425,7 +493,21 @@ macro_rules! impl_run_records {
                 seq: u64,
                 new: Option<u32>,
             ) -> $crate::store::BoxFuture<'_, Result<u32, $crate::store::StoreError>> {
-                self.snapshot_delta_of($crate::store::sql::owned([ns.as_str(), run_id]), seq, new)
+                let key = $crate::store::sql::owned([ns.as_str(), run_id]);
+                let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+                let seen = self.delta_seen(key.clone(), seq);
+                Box::pin(async move {
+                    if let Some(delta) = seen.await? {
+                        return Ok(delta);
+                    }
+                    self.sql_write(move |x| {
+                        let [ns, run_id] = key.clone();
+                        Box::pin(async move {
+                            $crate::store::sql::records::delta_of(x, &ns, &run_id, seq, new).await
+                        })
+                    })
+                    .await
+                })
             }
 
             fn set_run_input(

@@ -12,7 +12,6 @@ pub mod copy;
 pub mod dump;
 mod exec;
 pub mod files;
-mod forks;
 pub mod migrate;
 mod records;
 pub mod transfer;
@@ -526,3 +525,4 @@ impl rusqlite::ToSql for crate::store::JsonText {
 mod tests;
 
 sql::memory::impl_tool_data!(SqliteStore);
+sql::forks::impl_fork_records!(SqliteStore);

@@ -3,10 +3,8 @@
 //! migration 0002. Reads run on read connections; writes go through the writer (so they
 //! share its commits and never race the bridge's appends).
 
-use rusqlite::params;
-
 use super::{Conn, SqliteStore};
-use crate::store::records::{PruneReport, ToolCallStart};
+use crate::store::records::PruneReport;
 use crate::store::{sql, BoxFuture, StoreError};
 
 /// Pages given back to the file system per prune batch (4 KiB each): bounded, so one batch
@@ -16,54 +14,19 @@ const VACUUM_PAGES_PER_BATCH: u32 = 4096;
 sql::records::impl_run_records!(SqliteStore);
 
 impl SqliteStore {
-    fn tool_call_start(
-        &self,
-        ns: String,
-        call: ToolCallStart,
-        held: bool,
-    ) -> BoxFuture<'_, Result<i64, StoreError>> {
-        Box::pin(self.write_with(move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO tool_calls (ns, agent_id, run_id, tool_call_id, tool, started_at, \
-                 outcome) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                ns,
-                call.agent_id,
-                call.run_id,
-                call.tool_call_id,
-                call.tool,
-                call.started_at_ms,
-                if held { "awaiting" } else { "running" }
-            ])?;
-            Ok(conn.last_insert_rowid())
-        }))
+    /// None: SQLite's `tool_calls` has no owner column.
+    fn tool_call_owner(&self) -> Option<String> {
+        None
     }
 
     /// Read on a read connection first: only a first sighting goes through the writer.
-    fn snapshot_delta_of(
+    fn delta_seen(
         &self,
         [ns, run_id]: [String; 2],
-        seq: u64,
-        new: Option<u32>,
-    ) -> BoxFuture<'_, Result<u32, StoreError>> {
-        let seq = seq as i64;
-        Box::pin(async move {
-            let key = [ns, run_id];
-            let k = key.clone();
-            let read = self.sql_read(move |x| {
-                let [ns, run_id] = k.clone();
-                Box::pin(async move { sql::records::read_delta(x, &ns, &run_id, seq).await })
-            });
-            if let Some(delta) = read.await? {
-                return Ok(delta);
-            }
-            let Some(new) = new else { return Ok(0) };
-            self.sql_write(move |x| {
-                let [ns, run_id] = key.clone();
-                Box::pin(async move { sql::records::record_delta(x, &ns, &run_id, seq, new).await })
-            })
-            .await
+        seq: i64,
+    ) -> BoxFuture<'_, Result<Option<u32>, StoreError>> {
+        self.sql_read(move |x| {
+            Box::pin(async move { sql::records::read_delta(x, &ns, &run_id, seq).await })
         })
     }
 
