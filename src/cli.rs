@@ -177,14 +177,17 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// The configuration from file and environment, with these overrides, validated.
+    /// The configuration from file and environment, with these overrides, validated: the one
+    /// loader of every command, daemon and client alike, so `--db postgres://…` selects
+    /// PostgreSQL everywhere (and leaves `store.path`, where the runtime and tokens files
+    /// are, at its default).
     pub fn load(&self) -> anyhow::Result<crate::Config> {
         let mut config = crate::Config::load(self.config.as_deref())?;
         if let Some(listen) = &self.listen {
             config.server.listen = listen.clone();
         }
         if let Some(db) = &self.db {
-            config.store.path = db.clone();
+            config.store.set_location(&db.to_string_lossy());
         }
         config.validate()?;
         Ok(config)

@@ -38,6 +38,21 @@ impl<'de> serde::Deserialize<'de> for Secret {
     }
 }
 
+/// In the config reference (`callbackd print-config`): a string, never shown with a value.
+impl schemars::JsonSchema for Secret {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Secret".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "writeOnly": true })
+    }
+}
+
 /// The URL with its password replaced by `***`, for messages and logs.
 pub fn redact_url(url: &str) -> String {
     let mut out = url.to_string();

@@ -1332,3 +1332,41 @@ fn prune_dry_run_changes_nothing_and_prune_gives_the_space_back() {
     assert!(out.status.success(), "{}", self::text(&out.stderr));
     assert!(text.contains("bytes (file and WAL)"), "{text}");
 }
+
+/// Issue 24: `print-config` is the whole reference, and the example file is exactly it; the
+/// printed file is a configuration `check-config` accepts as it is.
+#[test]
+fn print_config_is_the_example_file_and_a_valid_configuration() {
+    let world = World::new();
+    let out = world.run(&["print-config"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    let example = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config/callbackd.example.toml"),
+    )
+    .unwrap();
+    assert!(
+        printed == example,
+        "config/callbackd.example.toml differs from `callbackd print-config`: regenerate it"
+    );
+    for section in [
+        "[server]",
+        "[auth]",
+        "[store]",
+        "[tools]",
+        "[log]",
+        "[api]",
+        "[bridge]",
+        "[retention]",
+        "[metrics]",
+        "# [[namespaces]]",
+    ] {
+        assert!(
+            printed.contains(&format!("\n{section}\n")),
+            "{section} missing"
+        );
+    }
+    std::fs::write(world.cwd.join("printed.toml"), &printed).unwrap();
+    let out = world.run(&["check-config", "--config", "printed.toml"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}

@@ -35,7 +35,9 @@ impl BridgeClient {
     }
 
     /// From a configured bridge whose `url` is set; `section` names it in messages
-    /// (`namespaces[NAME].bridge`).
+    /// (`namespaces[NAME].bridge`). Without `default_cwd`, sessions created without a `cwd`
+    /// work in the daemon's working directory (as `[bridge] default_cwd` documents): such a
+    /// bridge has no ready line to say its workspace.
     pub fn from_config(cfg: &BridgeConfig, section: &str) -> Result<Self, String> {
         let url = cfg
             .url
@@ -48,7 +50,11 @@ impl BridgeClient {
         BridgeClient::new(
             url,
             token.map(|t| t.expose().to_string()),
-            cfg.default_cwd.clone(),
+            cfg.default_cwd.clone().or_else(|| {
+                std::env::current_dir()
+                    .ok()
+                    .map(|d| d.to_string_lossy().into_owned())
+            }),
             cfg.model(),
             cfg.api_key(),
         )

@@ -20,7 +20,7 @@ mod transfer;
 use anyhow::Context;
 
 use callbackd::cli::{Cli, Command, ConfigArgs, ToolsCommand};
-use callbackd::config::{Config, EXAMPLE};
+use callbackd::config::Config;
 
 /// Runs the command `cli` names (`serve` when none).
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -54,7 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => transfer::import(&args),
         Command::CopyStore(args) => block_on(copy_store::run(args))?,
         Command::PrintConfig => {
-            print!("{EXAMPLE}");
+            print!("{}", callbackd::config::reference());
             Ok(())
         }
         Command::Healthcheck(args) => healthcheck::run(&args),
@@ -110,15 +110,7 @@ pub fn as_toml(value: &impl serde::Serialize) -> String {
 
 /// Configuration from file and environment, with the command-line overrides, validated.
 pub fn load(args: &ConfigArgs) -> anyhow::Result<Config> {
-    let mut config = Config::load(args.config.as_deref())?;
-    if let Some(listen) = &args.listen {
-        config.server.listen = listen.clone();
-    }
-    if let Some(db) = &args.db {
-        config.store.set_location(&db.to_string_lossy());
-    }
-    config.validate()?;
-    Ok(config)
+    args.load()
 }
 
 /// A reload reads the configuration as `load` does now, from the same file and flags.

@@ -10,63 +10,25 @@
 //!   `incremental_vacuum`), and a `wal_checkpoint(TRUNCATE)` folds the WAL into the file
 //!   and truncates both, so the sizes reported (database file plus its `-wal`) fall.
 //!
-//! The preview reads SQLite directly (read-only); on PostgreSQL it is not offered yet.
+//! The preview is the store's own count (`RunRecords::prune_preview`, one query written
+//! once for SQLite and PostgreSQL), with the same predicate as the prune that follows.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use rusqlite::{params, Connection, OpenFlags};
+use rusqlite::Connection;
 
 use callbackd::cli::ConfigArgs;
 
 use super::{block_on, load};
-
-/// Statuses whose runs never append again (as the store's own prune).
-const TERMINAL: &str = "('finished','error','cancelled','expired')";
-
-/// What a prune would remove.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Preview {
-    pub runs: u64,
-    pub events: u64,
-    /// The events' payload bytes (the space the rows take is somewhat more).
-    pub bytes: u64,
-}
 
 /// The size of a SQLite database on disk: its file and its `-wal`, where recent writes are
 /// until a checkpoint (the main file alone can read 4096 bytes while megabytes sit in the WAL).
 pub fn database_bytes(db: &Path) -> u64 {
     let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     len(db) + len(&callbackd::store::sqlite::files::wal_path(db))
-}
-
-/// What `prune` would remove from the SQLite database at `db`: terminal runs that ended
-/// before `ended_before_ms` and still have events.
-pub fn preview(db: &Path, ended_before_ms: i64) -> rusqlite::Result<Preview> {
-    let conn = Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(Duration::from_secs(5))?;
-    conn.query_row(
-        &format!(
-            "SELECT count(DISTINCT r.ns || char(0) || r.run_id), count(e.seq), \
-                    coalesce(sum(length(CAST(e.payload AS BLOB))), 0) \
-             FROM runs r JOIN run_events e ON e.ns = r.ns AND e.run_id = r.run_id \
-             WHERE json_extract(r.doc, '$.status') IN {TERMINAL} \
-               AND coalesce(json_extract(r.doc, '$.endedAt'), json_extract(r.doc, '$.updatedAt')) < ?1"
-        ),
-        params![ended_before_ms],
-        |r| {
-            Ok(Preview {
-                runs: r.get::<_, i64>(0)?.try_into().unwrap_or(0),
-                events: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
-                bytes: r.get::<_, i64>(2)?.try_into().unwrap_or(0),
-            })
-        },
-    )
 }
 
 /// Folds the WAL into the database file and truncates both (a no-op while another
@@ -103,47 +65,10 @@ pub fn run(config: &ConfigArgs, opts: &PruneOptions) -> anyhow::Result<()> {
         anyhow::ensure!(path.exists(), "database {} does not exist", path.display());
     }
     let ask = !opts.yes && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if opts.dry_run || ask {
-        let Some(path) = &file else {
-            anyhow::bail!(
-                "{} on {}: the preview reads SQLite only; run with --yes to prune",
-                if opts.dry_run {
-                    "--dry-run"
-                } else {
-                    "the confirmation"
-                },
-                backend.describe()
-            );
-        };
-        let p = preview(path, ended_before_ms)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let line = format!(
-            "the events of {} runs ({} events, {} payload bytes) ended more than {} ago; \
-             database {} bytes (with its WAL)",
-            p.runs,
-            p.events,
-            p.bytes,
-            opts.older_than
-                .as_deref()
-                .unwrap_or("retention.events_max_age"),
-            database_bytes(path)
-        );
-        if opts.dry_run {
-            println!("would remove {line}; nothing changed (--dry-run)");
-            return Ok(());
-        }
-        if p.runs == 0 {
-            println!("nothing to prune: no terminal run with events ended that long ago");
-            return Ok(());
-        }
-        eprint!("remove {line}? [y/N] ");
-        let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            anyhow::bail!("not pruned: the answer was not yes");
-        }
-    }
+    let older_than = opts
+        .older_than
+        .as_deref()
+        .unwrap_or("retention.events_max_age");
     let before = file.as_deref().map(database_bytes);
     let report = block_on(async {
         let store = backend
@@ -151,10 +76,40 @@ pub fn run(config: &ConfigArgs, opts: &PruneOptions) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("opening {}", backend.describe()))?;
         let records = store.run_records();
+        if opts.dry_run || ask {
+            let p = records.prune_preview(ended_before_ms).await?;
+            let size = match before {
+                Some(b) => format!("database {b} bytes (with its WAL)"),
+                None => backend.describe(),
+            };
+            let line = format!(
+                "the events of {} runs ({} events, {} payload bytes) ended more than \
+                 {older_than} ago; {size}",
+                p.runs, p.events, p.bytes,
+            );
+            if opts.dry_run {
+                println!("would remove {line}; nothing changed (--dry-run)");
+                return anyhow::Ok(None);
+            }
+            if p.runs == 0 {
+                println!("nothing to prune: no terminal run with events ended that long ago");
+                return Ok(None);
+            }
+            eprint!("remove {line}? [y/N] ");
+            let _ = std::io::stderr().flush();
+            let mut answer = String::new();
+            std::io::stdin().lock().read_line(&mut answer)?;
+            if !matches!(answer.trim(), "y" | "Y" | "yes") {
+                anyhow::bail!("not pruned: the answer was not yes");
+            }
+        }
         let report =
             callbackd::api::retention::prune(&*records, age, config.retention.batch_runs).await?;
-        anyhow::Ok(report)
+        Ok(Some(report))
     })??;
+    let Some(report) = report else {
+        return Ok(());
+    };
     match (&file, before) {
         (Some(path), Some(before)) => {
             if let Err(e) = checkpoint(path) {

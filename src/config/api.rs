@@ -4,21 +4,26 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{ConfigError, TokenSource};
 use crate::secret::Secret;
 
 /// `[api]`: the run API under `/v1`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiConfig {
     /// The API's bearer token (read and write). From `CALLBACKD_API_TOKEN`, this value, the
     /// file below, or generated into the tokens file.
     pub token: Option<Secret>,
+    /// A file holding the API token.
+    #[schemars(example = &"/run/secrets/callbackd-api-token")]
     pub token_file: Option<PathBuf>,
     /// A second, read-only token: sessions, runs and streams, but no create, send or cancel.
     pub read_token: Option<Secret>,
+    /// A file holding the read-only token.
+    #[schemars(example = &"/run/secrets/callbackd-api-read-token")]
     pub read_token_file: Option<PathBuf>,
     /// An SSE comment after this long without an event, so proxies and clients see the
     /// connection is alive.
@@ -33,6 +38,7 @@ pub struct ApiConfig {
     pub stream_token_ttl_ms: u64,
     /// Origins (`https://app.example`, scheme and host and optional port) whose pages may
     /// call `/v1` from a browser (CORS). Default: none.
+    #[schemars(example = ["https://app.example"])]
     pub cors_origins: Vec<String>,
     /// Open streams at most (their own cap: streams do not count against
     /// `server.max_connections`). Past it a stream request answers 503.

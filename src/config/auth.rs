@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::TokenSource;
@@ -10,12 +11,19 @@ use crate::secret::Secret;
 /// `[auth]`: the bearer tokens the bridge presents. Each comes from the first of: its
 /// environment variable, the value here, the file named here; otherwise it is generated
 /// once and kept (mode 0600) next to the database.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
+    /// The store callbacks' token (`CALLBACKD_STORE_TOKEN` wins over it).
     pub store_token: Option<Secret>,
+    /// A file holding the store token.
+    #[schemars(example = &"/run/secrets/callbackd-store-token")]
     pub store_token_file: Option<PathBuf>,
+    /// The tool callbacks' token (`CALLBACKD_TOOL_TOKEN` wins over it); differs from the
+    /// store token.
     pub tool_token: Option<Secret>,
+    /// A file holding the tool token.
+    #[schemars(example = &"/run/secrets/callbackd-tool-token")]
     pub tool_token_file: Option<PathBuf>,
 }
 

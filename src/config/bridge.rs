@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::TokenSource;
@@ -11,18 +12,24 @@ use crate::secret::Secret;
 /// `[bridge]`: a bridge started elsewhere that `callbackd serve` drives for the run API's
 /// writes (`POST /v1/sessions`, messages, cancel). `callbackd run` attaches to the bridge
 /// it supervises instead and ignores this section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct BridgeConfig {
-    /// The bridge's Connect URL (its ready line's `url`), e.g. `http://127.0.0.1:7431`.
+    /// The bridge's Connect URL (its ready line's `url`); without it the run API's writes
+    /// answer 501 under `callbackd serve`.
+    #[schemars(example = &"http://127.0.0.1:7431")]
     pub url: Option<String>,
-    /// The bridge's bearer token, or the file holding it (its ready line's `authTokenFile`).
+    /// The bridge's bearer token.
     pub token: Option<Secret>,
+    /// A file holding the bridge's token (its ready line's `authTokenFile`).
+    #[schemars(example = &"/run/cursor-bridge/token")]
     pub token_file: Option<PathBuf>,
     /// The model of new sessions when `POST /v1/sessions` names none.
     pub default_model: String,
-    /// The workspace of new sessions when `POST /v1/sessions` names none; default: the
-    /// bridge's own `--workspace` (learnt from its ready line under `callbackd run`).
+    /// The workspace of new sessions when `POST /v1/sessions` names none. Default: the
+    /// daemon's working directory (under `callbackd run`, the supervised bridge's own
+    /// `--workspace`, learnt from its ready line).
+    #[schemars(example = &"/srv/workspace")]
     pub default_cwd: Option<String>,
     /// The API key passed to the bridge with each agent (the bridge may also have its own).
     pub api_key: Option<Secret>,

@@ -1,13 +1,15 @@
 //! `[log]`: what the daemon logs, and how.
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-/// `[log]`
-#[derive(Debug, Clone, Deserialize)]
+/// `[log]`: what the daemon writes to stderr, and how.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
     /// A tracing filter: `info`, `debug`, `callbackd=debug,warn`, ...
     pub level: String,
+    /// How each line is written.
     pub format: LogFormat,
 }
 
@@ -20,10 +22,12 @@ impl Default for LogConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// One human-readable line per event.
     #[default]
     Text,
+    /// One JSON object per line, for a log collector.
     Json,
 }

@@ -7,16 +7,22 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::TokenSource;
 use crate::secret::Secret;
 
-/// `[metrics]`
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `[metrics]`: the bearer token `GET /metrics` asks for, its own (not a store, tool or
+/// API token); unset: `/metrics` is open (the daemon listens on loopback unless
+/// `server.allow_remote`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct MetricsConfig {
+    /// The scraper's token (`CALLBACKD_METRICS_TOKEN` wins over it).
     pub token: Option<Secret>,
+    /// A file holding the metrics token.
+    #[schemars(example = &"/run/secrets/callbackd-metrics-token")]
     pub token_file: Option<PathBuf>,
 }
 

@@ -14,10 +14,12 @@ mod auth;
 mod bridge;
 pub mod env;
 mod error;
+mod field_order;
 mod log;
 mod metrics;
 mod namespaces;
 mod rebase;
+mod reference;
 mod retention;
 mod server;
 mod store;
@@ -27,6 +29,7 @@ mod tools;
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub use api::ApiConfig;
@@ -36,6 +39,7 @@ pub use error::ConfigError;
 pub use log::{LogConfig, LogFormat};
 pub use metrics::MetricsConfig;
 pub use namespaces::{NamespaceConfig, OverRate, QuotaConfig, Quotas, TokenRole};
+pub use reference::reference;
 pub use retention::{parse_duration, RetentionConfig};
 pub use server::{ServerConfig, DEFAULT_LISTEN};
 pub use store::{is_postgres_url, BackendKind, StoreConfig, SyncMode};
@@ -43,11 +47,14 @@ pub use telemetry::{TelemetryConfig, TraceExport};
 pub use token::{check_token, TokenSource};
 pub use tools::{ApprovalSetting, CommandToolConfig, ToolLimitsConfig, ToolsConfig};
 
-/// The commented example configuration (`callbackd print-config`).
+/// `config/callbackd.example.toml`: [`reference()`] as committed (a test compares them).
 pub const EXAMPLE: &str = include_str!("../../config/callbackd.example.toml");
 
-/// The daemon's configuration.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// callbackd configuration (`callbackd print-config`). Every key is optional; the values
+/// shown are the defaults, keys without one are commented out. Precedence: defaults < this
+/// file < CALLBACKD_* environment variables < command-line flags. Relative paths are
+/// relative to this file's directory.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub server: ServerConfig,

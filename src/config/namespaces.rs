@@ -4,30 +4,58 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{BridgeConfig, ConfigError, TokenSource};
 use crate::secret::Secret;
 
 /// One `[[namespaces]]` entry.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct NamespaceConfig {
+    /// The namespace's name, unique: its bridge's state and API calls are kept apart
+    /// under it (letters a-z, digits, `-` and `_`; at most 63). Every namespace needs a
+    /// store token and a tool token; the API tokens are optional.
+    #[schemars(example = &"team-a")]
     pub name: String,
+    /// The store token of this namespace's bridge (each token names its namespace).
     pub store_token: Option<Secret>,
+    /// A file holding the store token.
+    #[schemars(example = &"/run/secrets/team-a-store-token")]
     pub store_token_file: Option<PathBuf>,
+    /// An environment variable holding the store token.
+    #[schemars(example = &"TEAM_A_STORE_TOKEN")]
     pub store_token_env: Option<String>,
+    /// The tool token of this namespace's bridge.
     pub tool_token: Option<Secret>,
+    /// A file holding the tool token.
+    #[schemars(example = &"/run/secrets/team-a-tool-token")]
     pub tool_token_file: Option<PathBuf>,
+    /// An environment variable holding the tool token.
+    #[schemars(example = &"TEAM_A_TOOL_TOKEN")]
     pub tool_token_env: Option<String>,
+    /// The run API token (read and write) of this namespace.
     pub api_token: Option<Secret>,
+    /// A file holding the API token.
+    #[schemars(example = &"/run/secrets/team-a-api-token")]
     pub api_token_file: Option<PathBuf>,
+    /// An environment variable holding the API token.
+    #[schemars(example = &"TEAM_A_API_TOKEN")]
     pub api_token_env: Option<String>,
+    /// The read-only run API token of this namespace.
     pub api_read_token: Option<Secret>,
+    /// A file holding the read-only API token.
+    #[schemars(example = &"/run/secrets/team-a-api-read-token")]
     pub api_read_token_file: Option<PathBuf>,
+    /// An environment variable holding the read-only API token.
+    #[schemars(example = &"TEAM_A_API_READ_TOKEN")]
     pub api_read_token_env: Option<String>,
-    /// The tools this namespace may call; `None`: every enabled tool.
+    /// The tools this namespace may call; unset: every enabled tool.
+    #[schemars(example = ["echo", "word_count"])]
     pub tools: Option<Vec<String>>,
+    /// `[namespaces.quotas]`: what this namespace may store and how fast it may append;
+    /// every quota unset: unlimited.
     pub quotas: QuotaConfig,
     /// The namespace's bridge, for its run API's sessions and messages.
     pub bridge: Option<BridgeConfig>,
@@ -35,18 +63,28 @@ pub struct NamespaceConfig {
 
 /// `[namespaces.quotas]`, as written: signed, so that a negative value is refused with a
 /// message naming the key rather than a type error.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuotaConfig {
+    /// Agents stored at once, at most.
+    #[schemars(example = 1000)]
     pub max_agents: Option<i64>,
+    /// Bytes of documents, events, checkpoints and notes, at most.
+    #[schemars(example = 1073741824)]
     pub max_stored_bytes: Option<i64>,
+    /// Events of one run at most.
+    #[schemars(example = 100000)]
     pub max_events_per_run: Option<i64>,
+    /// `runEvents.append` calls per second (a token bucket; bursts up to one second's
+    /// worth).
+    #[schemars(example = 200)]
     pub max_appends_per_second: Option<i64>,
+    /// What happens to an append over `max_appends_per_second`.
     pub over_rate: OverRate,
 }
 
 /// What happens to an append over `max_appends_per_second`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OverRate {
     /// Wait for the bucket (up to one second), then refuse.

@@ -3,16 +3,18 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ConfigError;
 
 /// `[retention]`: how long the events of terminal runs are kept.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
     /// Age after a run ended past which its events are removed (`"30d"`, `"12h"`, `"90m"`);
     /// unset: forever.
+    #[schemars(example = &"30d")]
     pub events_max_age: Option<String>,
     /// How often the daemon prunes on its own when `events_max_age` is set.
     pub interval: String,

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ConfigError;
@@ -12,8 +13,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
 /// Upper bound of `server.threads`.
 const MAX_SERVER_THREADS: usize = 1024;
 
-/// `[server]`
-#[derive(Debug, Clone, Deserialize)]
+/// `[server]`: where the daemon listens and how it treats connections.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// `ADDR:PORT` to listen on. Port 0 picks a free port.
@@ -22,9 +23,13 @@ pub struct ServerConfig {
     pub allow_remote: bool,
     /// Largest request body, as sent and after decompression.
     pub max_body_bytes: usize,
+    /// Open connections at most; further clients wait in the listen backlog.
     pub max_connections: usize,
+    /// Time a client has to send a request head (also closes idle keep-alive connections).
     pub header_read_timeout_ms: u64,
+    /// Time a client has to send a request body once its head arrived.
     pub body_read_timeout_ms: u64,
+    /// On SIGTERM/SIGINT, how long in-flight calls may take to finish.
     pub shutdown_grace_ms: u64,
     /// Threads that serve connections; 0: one per CPU.
     pub threads: usize,

@@ -3,13 +3,14 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
 use crate::secret::{redact_url, Secret};
 
 /// `store.backend`: where the agent state lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// One SQLite file on this host.
@@ -20,7 +21,7 @@ pub enum BackendKind {
 }
 
 /// How hard a commit tries to reach the disk (`store.sync` in the config).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SyncMode {
     /// `synchronous=NORMAL`: an acknowledged write survives the daemon being killed
@@ -33,28 +34,48 @@ pub enum SyncMode {
     Full,
 }
 
-/// `[store]`
-#[derive(Debug, Clone, Deserialize)]
+/// `[store]`: where the agent state lives (SQLite or PostgreSQL) and how it is opened.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
+    /// "sqlite": one database file on this host. "postgres": a PostgreSQL database that
+    /// several daemons, on several hosts, can share (`store.url`).
     pub backend: BackendKind,
-    /// The SQLite database file, by default in the user's data directory (`data_dir`); with
-    /// PostgreSQL, where the generated tokens file goes.
+    /// The SQLite database (created with mode 0600, WAL mode). Default: callbackd.db in the
+    /// user's data directory, $XDG_DATA_HOME/callbackd, else ~/.local/share/callbackd
+    /// (created mode 0700), never the working directory. With backend = "postgres" only the
+    /// generated tokens file is placed by it ("<stem>.tokens" next to it).
+    #[schemars(transform = super::reference::no_default, example = "/var/lib/callbackd/callbackd.db")]
     pub path: PathBuf,
+    /// How hard a commit tries to reach the disk.
     pub sync: SyncMode,
+    /// Largest page any list returns; larger `limit`s are cut and continue via the cursor.
     pub max_page_size: usize,
+    /// How long to wait for a lock held by another process (e.g. an inspection tool).
     pub busy_timeout_ms: u64,
     /// Caps the database at this many pages (SQLite `max_page_count`; pages are 4 KiB), so
     /// writes beyond it answer `resource_exhausted` as on a full disk. For tests of the
     /// full-disk path and as a crude quota; unset (no cap) by default.
+    #[schemars(example = 25600)]
     pub max_pages: Option<u64>,
-    /// PostgreSQL: the server's URL (it may carry a password: never printed).
+    /// PostgreSQL: the server, as a libpq URL (or CALLBACKD_STORE_URL, which also selects
+    /// the backend). Only plain TCP/Unix connections (no TLS): sslmode=disable or prefer.
+    /// It may carry a password: never printed.
+    #[schemars(example = "postgres://callbackd:secret@db.internal:5432/callbackd")]
     pub url: Option<Secret>,
-    /// PostgreSQL: the schema of the tables (created if missing); unset: the default.
+    /// PostgreSQL: the schema of the tables (created if missing); unset: the server's
+    /// default (public).
+    #[schemars(example = &"callbackd")]
     pub schema: Option<String>,
+    /// PostgreSQL: connections this daemon keeps to the server.
     pub pool_size: usize,
+    /// PostgreSQL: how long to wait for a connection (at start, and for a pooled one under
+    /// load).
     pub connect_timeout_ms: u64,
+    /// PostgreSQL: server-side limit of one statement (`statement_timeout`); 0: none.
     pub statement_timeout_ms: u64,
+    /// PostgreSQL: false behind a transaction-mode pooler (PgBouncer, RDS Proxy): every
+    /// statement is then sent unprepared, in one round trip with its parameter types.
     pub prepared_statements: bool,
 }
 

@@ -9,11 +9,69 @@ use std::path::{Path, PathBuf};
 fn the_example_config_parses_and_matches_the_defaults() {
     let example: Config = toml::from_str(EXAMPLE).expect("example config parses");
     example.validate().unwrap();
-    let default = Config::default();
-    assert_eq!(example.server.listen, default.server.listen);
-    assert_eq!(example.server.max_body_bytes, default.server.max_body_bytes);
-    assert_eq!(example.store.sync, default.store.sync);
-    assert_eq!(example.tools.timeout_ms, default.tools.timeout_ms);
+    // Every field, nested ones included (`Debug` shows them all; secrets are unset).
+    assert_eq!(format!("{example:#?}"), format!("{:#?}", Config::default()));
+}
+
+#[test]
+fn the_example_file_is_the_generated_reference() {
+    assert!(
+        EXAMPLE == reference(),
+        "config/callbackd.example.toml is not what `callbackd print-config` prints; \
+         regenerate it: cargo run -q -- print-config > config/callbackd.example.toml"
+    );
+}
+
+#[test]
+fn the_reference_lists_keys_in_the_order_their_struct_declares_them() {
+    let text = reference();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing from the reference"))
+    };
+    // Sections as `Config` lists them, keys as their struct does (not alphabetically).
+    assert!(at("[server]") < at("[auth]") && at("[auth]") < at("[store]"));
+    assert!(at("\nlisten = ") < at("\nallow_remote = "));
+    assert!(at("\nallow_remote = ") < at("\nmax_body_bytes = 33554432"));
+    assert!(at("\nbackend = ") < at("# path = ") && at("# path = ") < at("\nsync = "));
+}
+
+#[test]
+fn the_reference_shows_every_key_of_every_section() {
+    let text = reference();
+    for key in [
+        "[api]",
+        "keepalive_ms = 15000",
+        "# token_file = ",
+        "[bridge]",
+        "# default_cwd = ",
+        "[retention]",
+        "interval = \"1h\"",
+        "[store]",
+        "# path = ",
+        "# [[namespaces]]",
+        "# [namespaces.quotas]",
+        "# [namespaces.bridge]",
+        "# [[tools.command]]",
+        "# [tools.limits.NAME]",
+        "# approval = ",
+        "[metrics]",
+        "[log]",
+        "[server]",
+    ] {
+        assert!(text.contains(key), "{key} missing from the reference");
+    }
+    // Every key and table line, commented out or not, is valid TOML with the right types.
+    let is_key =
+        |l: &str| l.starts_with('[') || l.split_once(" = ").is_some_and(|(k, _)| !k.contains(' '));
+    let uncommented: String = text
+        .lines()
+        .map(|l| l.strip_prefix("# ").filter(|r| is_key(r)).unwrap_or(l))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let all: Config = toml::from_str(&uncommented).expect("the uncommented reference parses");
+    assert_eq!(all.tools.command[0].name, "word_count");
+    assert_eq!(all.namespaces.len(), 1);
 }
 
 #[test]

@@ -17,3 +17,20 @@ impl CheckReport {
         self.integrity_errors.is_empty() && self.corrupt_blobs.is_empty()
     }
 }
+
+impl CheckReport {
+    /// Counts a checkpoint blob as checked, and notes its key (read only then) when its
+    /// bytes fail their stored checksum.
+    pub fn blob<E>(
+        &mut self,
+        data: &[u8],
+        crc32: i64,
+        key: impl FnOnce() -> Result<(String, String, String), E>,
+    ) -> Result<(), E> {
+        self.blobs_checked += 1;
+        if super::blob::checksum(data) != crc32 {
+            self.corrupt_blobs.push(key()?);
+        }
+        Ok(())
+    }
+}

@@ -158,6 +158,36 @@ pub trait Store: Send + Sync + 'static {
     fn fork_records(self: Arc<Self>) -> Arc<dyn forks::ForkRecords>;
 }
 
+/// The [`Store`] methods that hand out the backend as each of its record stores: every
+/// backend implements them all on its own type, so they are written once. Invoked inside a
+/// backend's `impl Store`.
+macro_rules! record_stores {
+    () => {
+        fn tool_data(&self) -> &dyn $crate::store::ToolData {
+            self
+        }
+
+        fn run_records(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn $crate::store::RunRecords> {
+            self
+        }
+
+        fn approval_records(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn $crate::store::approvals::ApprovalRecords> {
+            self
+        }
+
+        fn fork_records(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn $crate::store::forks::ForkRecords> {
+            self
+        }
+    };
+}
+pub(crate) use record_stores;
+
 #[cfg(test)]
 mod tests {
     use super::Namespace;

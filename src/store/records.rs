@@ -87,7 +87,16 @@ pub struct PruneReport {
     pub events: u64,
 }
 
-/// The run API's records, per namespace.
+/// What a prune would remove (`callbackd prune --dry-run`, and its confirmation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrunePreview {
+    /// Terminal runs that ended long enough ago and still have events.
+    pub runs: u64,
+    pub events: u64,
+    /// The events' payload bytes (the rows take somewhat more).
+    pub bytes: u64,
+}
+
 /// What one namespace holds (`callbackd namespaces`, the quota gate, metrics).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NamespaceUsage {
@@ -207,6 +216,13 @@ pub trait RunRecords: Send + Sync + 'static {
         ended_before_ms: i64,
         batch: usize,
     ) -> BoxFuture<'_, Result<PruneReport, StoreError>>;
+
+    /// What [`prune_batch`](Self::prune_batch) would remove, in every batch together, for
+    /// the same `ended_before_ms`; changes nothing.
+    fn prune_preview(
+        &self,
+        ended_before_ms: i64,
+    ) -> BoxFuture<'_, Result<PrunePreview, StoreError>>;
 
     /// At start: calls left `running` by a daemon that stopped are interrupted (cut off);
     /// calls left awaiting approval are cancelled (they never ran).

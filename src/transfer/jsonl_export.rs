@@ -39,6 +39,9 @@ pub enum ExportError {
     },
     #[error("reading the database")]
     Store(#[source] rusqlite::Error),
+    /// A column of the SQLite database that is not of its type.
+    #[error("reading the database")]
+    Row(#[source] crate::store::StoreError),
     /// Connecting to or reading the PostgreSQL store (the message names it).
     #[error(transparent)]
     Postgres(pg_dump::ReadError<std::convert::Infallible>),
@@ -55,6 +58,7 @@ pub fn export(db: &Path, ns: &Namespace, dir: &Path) -> Result<DumpCounts, Expor
     let mut files = Files::begin(dir)?;
     let result = sqlite_dump::read_all(db, ns.as_str(), &mut files).map_err(|e| match e {
         sqlite_dump::ReadError::Store(e) => ExportError::Store(e),
+        sqlite_dump::ReadError::Row(e) => ExportError::Row(e),
         sqlite_dump::ReadError::Sink(e) => e,
     });
     files.end(result)

@@ -197,9 +197,7 @@ async fn follow_resumes_across_a_daemon_restart_and_hands_on_every_event_once() 
 #[tokio::test]
 async fn follow_ends_on_204_and_refuses_bad_tokens_and_unknown_runs_without_retrying() {
     let app = spawn().await;
-    session(&app, "run-c2").await;
-    first_half(&app, "run-c2").await;
-    second_half(&app, "run-c2", "FINISHED").await;
+    finished_run(&app, "run-c2").await;
     let opts = FollowOptions {
         after: 8,
         ..FollowOptions::default()
@@ -244,6 +242,13 @@ async fn follow_ends_on_204_and_refuses_bad_tokens_and_unknown_runs_without_retr
     assert!(err.to_string().contains("HTTP 404"), "{err}");
 }
 
+/// A session whose run `r` went through both halves and finished.
+async fn finished_run(app: &TestApp, r: &str) {
+    session(app, r).await;
+    first_half(app, r).await;
+    second_half(app, r, "FINISHED").await;
+}
+
 /// The binary itself, as a user runs it.
 pub async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
@@ -266,9 +271,7 @@ pub async fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
 async fn the_follow_sessions_and_runs_commands() {
     let app = spawn().await;
     let u = url(&app);
-    session(&app, "run-c3").await;
-    first_half(&app, "run-c3").await;
-    second_half(&app, "run-c3", "FINISHED").await;
+    finished_run(&app, "run-c3").await;
 
     // Plain lines when stdout is not a terminal: no escape codes, one event per line.
     let (code, out, err) = cli(&["follow", "run-c3", "--url", &u, "--token", TOKEN], &[]).await;
@@ -379,9 +382,7 @@ async fn follow_of_a_failed_run_shows_the_bridge_failure_text_and_exits_non_zero
 #[tokio::test]
 async fn follow_of_a_pruned_run_shows_what_callbackd_kept_of_it() {
     let app = spawn().await;
-    session(&app, "run-c5").await;
-    first_half(&app, "run-c5").await;
-    second_half(&app, "run-c5", "FINISHED").await;
+    finished_run(&app, "run-c5").await;
     // Pruned through the running daemon's own records (either backend).
     let records = app.store.clone().run_records();
     let report = callbackd::api::retention::prune(&*records, Duration::ZERO, 10)
@@ -399,4 +400,104 @@ async fn follow_of_a_pruned_run_shows_what_callbackd_kept_of_it() {
     assert!(err.contains("removed by retention"), "{err}");
     assert!(out.contains("run run-c5 status finished"), "{out}");
     assert!(out.contains("output: Echo said ping."), "{out}");
+}
+
+/// `--db` and `--config` that put the binary on `app`'s store: its SQLite file, or the
+/// PostgreSQL URL with the test's schema in a config file written into `dir`.
+fn store_args(app: &TestApp, dir: &std::path::Path) -> Vec<String> {
+    let config = dir.join("store.toml");
+    let (db, text) = match &app.pg {
+        Some(pg) => (
+            pg.url.clone(),
+            format!("[store]\nschema = \"{}\"\n", pg.schema),
+        ),
+        None => (app.db.display().to_string(), String::new()),
+    };
+    std::fs::write(&config, text).unwrap();
+    vec![
+        "--db".into(),
+        db,
+        "--config".into(),
+        config.display().to_string(),
+    ]
+}
+
+/// Issue 24: `callbackd prune --dry-run` as a user runs it, on either backend (`--db` is the
+/// SQLite file or a postgres:// URL): it says what would go and removes nothing; the prune
+/// that follows (no terminal, no --yes: as from cron) removes exactly that.
+#[tokio::test]
+async fn prune_dry_run_on_either_backend_says_what_would_go_and_changes_nothing() {
+    let app = spawn().await;
+    finished_run(&app, "run-c6").await;
+    let events = "SELECT count(*) FROM run_events WHERE run_id = 'run-c6'";
+    assert_eq!(app.count(events).await, 8);
+    let home = tempfile::tempdir().unwrap();
+    let store = store_args(&app, home.path());
+    let store: Vec<&str> = store.iter().map(String::as_str).collect();
+    let env = [("HOME", home.path().to_str().unwrap())];
+
+    let args = [&store[..], &["prune", "--older-than", "0s", "--dry-run"]].concat();
+    let (code, out, err) = cli(&args, &env).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.starts_with("would remove the events of 1 runs (8 events, "),
+        "{out}"
+    );
+    assert!(out.contains("nothing changed (--dry-run)"), "{out}");
+    assert_eq!(app.count(events).await, 8, "a dry run removed events");
+
+    let args = [&store[..], &["prune", "--older-than", "0s"]].concat();
+    let (code, out, err) = cli(&args, &env).await;
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.starts_with("pruned the events of 1 runs (8 events)"),
+        "{out}"
+    );
+    assert_eq!(app.count(events).await, 0);
+}
+
+/// Issue 24: a client command given the daemon's `--db` finds that daemon (its runtime file
+/// and tokens file), on either backend: with `--db postgres://…` they are in the data
+/// directory, as the daemon's own `--db postgres://…` put them.
+#[tokio::test]
+async fn a_client_command_with_the_daemons_db_finds_it_on_either_backend() {
+    let app = spawn().await;
+    session(&app, "run-c7").await;
+    let home = tempfile::tempdir().unwrap();
+    let store = store_args(&app, home.path());
+    let store: Vec<&str> = store.iter().map(String::as_str).collect();
+    let xdg = home.path().join("xdg");
+    let env = [
+        ("HOME", home.path().to_str().unwrap()),
+        ("XDG_DATA_HOME", xdg.to_str().unwrap()),
+    ];
+    let mut daemon = tokio::process::Command::new(env!("CARGO_BIN_EXE_callbackd"))
+        .args([&store[..], &["serve", "--listen", "127.0.0.1:0"]].concat())
+        .env_remove("CALLBACKD_API_TOKEN")
+        .env_remove("CALLBACKD_CONFIG")
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve starts");
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(daemon.stderr.take().unwrap()));
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.starts_with("callbackd ready ") {
+                return line;
+            }
+        }
+        panic!("serve ended before its ready line");
+    })
+    .await
+    .expect("ready within 30 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let args = [&store[..], &["sessions"]].concat();
+    let (code, out, err) = cli(&args, &env).await;
+    assert_eq!(code, 0, "{ready}\n{out}\n{err}");
+    assert!(out.contains(AGENT), "{out}\n{err}");
+    daemon.kill().await.unwrap();
 }

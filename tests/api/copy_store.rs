@@ -277,39 +277,63 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
     assert_eq!(next["seq"], 11);
 }
 
-#[tokio::test]
-async fn a_corrupted_source_blob_stops_the_copy_naming_it() {
+/// `copy-store` from a SQLite source holding what `substore.method(input)` stored, damaged
+/// by `damage` (SQL run on the file with the daemon stopped): the copy fails; its stderr.
+async fn copy_of_damaged_source(
+    substore: &str,
+    method: &str,
+    input: serde_json::Value,
+    damage: &str,
+) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src.db");
-    let src_str = src.to_str().unwrap().to_string();
+    let src = dir.path().join("src.db").to_str().unwrap().to_string();
     let app = TestApp::spawn_with(|c| {
-        c.store.set_location(&src_str);
+        c.store.set_location(&src);
         c.store.schema = None;
     })
     .await;
-    app.store_ok(
-        "checkpoints",
-        "create",
-        json!({"agentId": "a", "blobId": "precious", "data": "AAECAw=="}),
-    )
-    .await;
+    app.store_ok(substore, method, input).await;
     drop(app.stop().await);
     rusqlite::Connection::open(&src)
         .unwrap()
-        .execute_batch("UPDATE checkpoints SET data = X'00010205'")
+        .execute_batch(damage)
         .unwrap();
-    let out = copy(&[
-        "--from",
-        &src_str,
-        "--to",
-        dir.path().join("t.db").to_str().unwrap(),
-    ]);
+    let target = dir.path().join("t.db");
+    let out = copy(&["--from", &src, "--to", target.to_str().unwrap()]);
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn a_corrupted_source_blob_stops_the_copy_naming_it() {
+    let err = copy_of_damaged_source(
+        "checkpoints",
+        "create",
+        json!({"agentId": "a", "blobId": "precious", "data": "AAECAw=="}),
+        "UPDATE checkpoints SET data = X'00010205'",
+    )
+    .await;
     assert!(
         err.contains("precious") && err.contains("checksum"),
         "{err}"
     );
     let missing = copy(&["--from", "/nonexistent/x.db", "--to", "y.db"]);
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exist"));
+}
+
+/// A stored document that is not JSON stops the copy with the table's name (the JSON guard
+/// of the shared reader, store/sql/transfer.rs).
+#[tokio::test]
+async fn a_source_document_that_is_not_json_stops_the_copy_naming_its_table() {
+    let err = copy_of_damaged_source(
+        "agents",
+        "create",
+        json!({"agent": crate::helpers::agent("a-1", "/ws", 1)}),
+        "UPDATE agents SET doc = '{\"agentId\": '",
+    )
+    .await;
+    assert!(
+        err.contains("agents") && err.contains("not valid JSON"),
+        "{err}"
+    );
 }

@@ -441,13 +441,15 @@ def test_serve_attaches_to_a_bridge_started_elsewhere_busy_session_and_bridge_do
     api = Api(daemon.url, tomllib.loads((db.parent / "callbackd.tokens").read_text())["api_token"])
     status, body = api.call("POST", "/v1/sessions", {})
     assert status == 501 and body["code"] == "not_implemented" and "[bridge]" in body["detail"]
-    # Attach: the bridge's URL and token file in [bridge], then a restart.
+    # Attach: the bridge's URL and token file in [bridge], then a restart. No default_cwd:
+    # a session created without a cwd works in the daemon's working directory (issue 24).
     daemon.proc.stop()
     config.write_text(slow + f'\n[bridge]\nurl = "{bridge.ready["url"]}"\n'
-                      f'token_file = "{bridge.ready["authTokenFile"]}"\ndefault_cwd = "{ws}"\n')
+                      f'token_file = "{bridge.ready["authTokenFile"]}"\n')
     start()
     status, body = api.call("POST", "/v1/sessions", {"tools": ["slow"]})
     assert status == 201, body
+    assert body["session"]["cwd"] == str(tmp_path), body
     sid = body["session"]["session_id"]
     assert body["tools"] == ["slow"]
     c, r = api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "call slow"})

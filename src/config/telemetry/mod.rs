@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 mod otlp;
@@ -27,8 +28,9 @@ use crate::secret::Secret;
 /// The collector's default OTLP/HTTP base URL (the OpenTelemetry default).
 pub const DEFAULT_OTLP_ENDPOINT: &str = "http://localhost:4318";
 
-/// `[telemetry]`
-#[derive(Debug, Clone, Deserialize)]
+/// `[telemetry]`: OpenTelemetry traces of agent runs over OTLP (docs/telemetry.md). Off by
+/// default.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// Export traces of agent runs. Off by default; setting `otlp_endpoint` turns it on too.
@@ -37,9 +39,11 @@ pub struct TelemetryConfig {
     /// appended) or the whole traces URL (ending in `/v1/traces`). Unset: the environment's
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_ENDPOINT`, else
     /// `http://localhost:4318`. `http` only (a collector on loopback or behind a sidecar).
+    #[schemars(example = &"http://127.0.0.1:6006")]
     pub otlp_endpoint: Option<String>,
     /// Headers sent with every export, name -> value (`{ authorization = "Bearer ..." }`,
     /// a vendor's API key). They win over `OTEL_EXPORTER_OTLP_HEADERS` for the same name.
+    #[schemars(example = serde_json::json!({ "authorization": "Bearer ..." }))]
     pub headers: BTreeMap<String, Secret>,
     /// Headers whose values are the (trimmed) content of a file, name -> path: a key kept
     /// with the other secrets, as the tokens' `*_file` keys.
@@ -47,6 +51,7 @@ pub struct TelemetryConfig {
     /// Headers whose values are in an environment variable, name -> variable name.
     pub headers_env: BTreeMap<String, String>,
     /// The `service.name` resource attribute. Unset: `OTEL_SERVICE_NAME`, else `callbackd`.
+    #[schemars(example = &"callbackd-prod")]
     pub service_name: Option<String>,
     /// Share of runs traced, 0.0 to 1.0 (1.0: every run). Decided per run from its trace
     /// id, so a run is traced whole or not at all.

@@ -4,9 +4,8 @@
 use futures_util::TryStreamExt;
 
 use super::PgStore;
-use crate::store::blob;
 use crate::store::check::CheckReport;
-use crate::store::StoreError;
+use crate::store::{sql, StoreError};
 
 impl PgStore {
     /// Reads every blob once, streaming (never the whole table in memory).
@@ -25,21 +24,14 @@ impl PgStore {
                 return Ok(report);
             }
             let rows = client
-                .query_raw(
-                    "SELECT ns, agent_id, blob_id, data, crc32 FROM checkpoints",
-                    std::iter::empty::<i32>(),
-                )
+                .query_raw(sql::checkpoints::EVERY_BLOB, std::iter::empty::<i32>())
                 .await
                 .map_err(super::error::Fail::from)?;
             futures_util::pin_mut!(rows);
             while let Some(row) = rows.try_next().await.map_err(super::error::Fail::from)? {
-                report.blobs_checked += 1;
-                let data: &[u8] = row.get(3);
-                if blob::checksum(data) != row.get::<_, i64>(4) {
-                    report
-                        .corrupt_blobs
-                        .push((row.get(0), row.get(1), row.get(2)));
-                }
+                report.blob(row.get(3), row.get(4), || {
+                    Ok::<_, super::error::Fail>((row.get(0), row.get(1), row.get(2)))
+                })?;
             }
             Ok::<_, super::error::Fail>(report)
         };

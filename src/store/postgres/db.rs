@@ -49,10 +49,6 @@ impl<'a> Db<'a> {
         }
     }
 
-    pub async fn query_opt(&self, sql: &str, params: &[Param<'_>]) -> Result<Option<Row>, Error> {
-        Ok(self.query(sql, params).await?.into_iter().next())
-    }
-
     /// Runs a statement; the number of rows it changed.
     pub async fn execute(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, Error> {
         match *self {

@@ -13,8 +13,9 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, NoTls, Row, Transaction};
 
 use super::{migrate, redact_url, PgOptions};
-use crate::store::dump::{CheckpointRecord, DumpCounts, DumpSink, EventRecord};
-use crate::store::{AgentDoc, JsonText, RunDoc};
+use crate::store::dump::{DumpCounts, DumpSink};
+use crate::store::sql::{self, dump::RowError};
+use crate::store::StoreError;
 
 /// Why a read-out stopped. Messages carry the URL without its password.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,8 @@ pub enum ReadError<E> {
         url: String,
         source: tokio_postgres::Error,
     },
+    #[error("reading PostgreSQL at {url}")]
+    Row { url: String, source: StoreError },
     /// A stored document or payload that is not JSON (as the SQLite reader refuses it).
     #[error("PostgreSQL at {url}: {what} is not valid JSON: {detail}")]
     NotJson {
@@ -53,6 +56,7 @@ impl<E> ReadError<E> {
             ReadError::Url { url, source } => ReadError::Url { url, source },
             ReadError::Connect { url, source } => ReadError::Connect { url, source },
             ReadError::Store { url, source } => ReadError::Store { url, source },
+            ReadError::Row { url, source } => ReadError::Row { url, source },
             ReadError::NotJson { url, what, detail } => ReadError::NotJson { url, what, detail },
         })
     }
@@ -60,8 +64,7 @@ impl<E> ReadError<E> {
 
 /// Reads every agent, run, event and checkpoint blob of namespace `ns` of the store `opts`
 /// names (its schema, or the server's default) into `sink`, from one snapshot, in the
-/// order of `sqlite::dump::read_all`: agents by id, runs by agent and id, events by run and
-/// seq, blobs by agent and id, ids compared bytewise (the key columns are `COLLATE "C"`).
+/// order of [`sql::dump`] (ids compare bytewise: the key columns are `COLLATE "C"`).
 /// Changes nothing, migrations included.
 pub async fn read_all<S: DumpSink>(
     opts: &PgOptions,
@@ -104,11 +107,6 @@ async fn read_snapshot<S: DumpSink>(
         url: url.to_string(),
         source,
     };
-    let not_json = |what: String, e: crate::store::json::NotJson| ReadError::NotJson {
-        url: url.to_string(),
-        what,
-        detail: e.to_string(),
-    };
     let tx = client
         .build_transaction()
         .isolation_level(IsolationLevel::RepeatableRead)
@@ -129,98 +127,21 @@ async fn read_snapshot<S: DumpSink>(
     tx.batch_execute(&setup).await.map_err(fail)?;
 
     let mut counts = DumpCounts::default();
-    {
-        let mut rows = pin!(query(
-            &tx,
-            "SELECT agent_id, cwd, updated_at, doc FROM agents WHERE ns = $1 ORDER BY agent_id",
-            ns
-        )
-        .await
-        .map_err(fail)?);
+    for read in sql::dump::Read::ALL {
+        let mut rows = pin!(query(&tx, read.sql().postgres, ns).await.map_err(fail)?);
         while let Some(r) = rows.try_next().await.map_err(fail)? {
-            let agent_id: String = r.get(0);
-            let json = JsonText::parse(r.get(3))
-                .map_err(|e| not_json(format!("the document of agent {agent_id}"), e))?;
-            let doc = AgentDoc {
-                agent_id,
-                cwd: r.get(1),
-                updated_at: r.get(2),
-                json,
-            };
-            sink.agent(doc).map_err(ReadError::Sink)?;
-            counts.agents += 1;
-        }
-    }
-
-    {
-        let mut rows = pin!(query(
-            &tx,
-            "SELECT agent_id, run_id, turn_number, doc FROM runs WHERE ns = $1 \
-             ORDER BY agent_id, run_id",
-            ns
-        )
-        .await
-        .map_err(fail)?);
-        while let Some(r) = rows.try_next().await.map_err(fail)? {
-            let run_id: String = r.get(1);
-            let json = JsonText::parse(r.get(3))
-                .map_err(|e| not_json(format!("the document of run {run_id}"), e))?;
-            let doc = RunDoc {
-                agent_id: r.get(0),
-                run_id,
-                turn_number: r.get(2),
-                json,
-            };
-            sink.run(doc).map_err(ReadError::Sink)?;
-            counts.runs += 1;
-        }
-    }
-
-    {
-        let mut rows = pin!(query(
-            &tx,
-            "SELECT run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at \
-             FROM run_events WHERE ns = $1 ORDER BY run_id, seq",
-            ns
-        )
-        .await
-        .map_err(fail)?);
-        while let Some(r) = rows.try_next().await.map_err(fail)? {
-            let run_id: String = r.get(0);
-            let seq: i64 = r.get(1);
-            let payload = JsonText::parse(r.get(3))
-                .map_err(|e| not_json(format!("the payload of event {seq} of run {run_id}"), e))?;
-            let event = EventRecord {
-                run_id,
-                seq: seq.try_into().unwrap_or(0),
-                event_type: r.get(2),
-                payload,
-                payload_ref: r.get(4),
-                idempotency_key: r.get(5),
-                created_at_ms: r.get(6),
-            };
-            sink.event(event).map_err(ReadError::Sink)?;
-            counts.events += 1;
-        }
-    }
-
-    {
-        let mut rows = pin!(query(
-            &tx,
-            "SELECT agent_id, blob_id, data FROM checkpoints WHERE ns = $1 \
-             ORDER BY agent_id, blob_id",
-            ns
-        )
-        .await
-        .map_err(fail)?);
-        while let Some(r) = rows.try_next().await.map_err(fail)? {
-            let blob = CheckpointRecord {
-                agent_id: r.get(0),
-                blob_id: r.get(1),
-                data: r.get(2),
-            };
-            sink.checkpoint(blob).map_err(ReadError::Sink)?;
-            counts.checkpoints += 1;
+            sql::dump::hand_on(read, &r, sink, &mut counts).map_err(|e| match e {
+                RowError::Sink(e) => ReadError::Sink(e),
+                RowError::NotJson { what, error, .. } => ReadError::NotJson {
+                    url: url.to_string(),
+                    what,
+                    detail: error.to_string(),
+                },
+                RowError::Row(source) => ReadError::Row {
+                    url: url.to_string(),
+                    source,
+                },
+            })?;
         }
     }
 

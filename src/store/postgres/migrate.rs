@@ -7,37 +7,9 @@
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::error::SqlState;
 
-/// `(name, sql)` in order; the schema version after applying `MIGRATIONS[i]` is `i + 1`.
-const MIGRATIONS: &[(&str, &str)] = &[
-    (
-        "0001_init",
-        include_str!("../../../migrations/postgres/0001_init.sql"),
-    ),
-    (
-        "0002_run_api",
-        include_str!("../../../migrations/postgres/0002_run_api.sql"),
-    ),
-    (
-        "0003_approvals",
-        include_str!("../../../migrations/postgres/0003_approvals.sql"),
-    ),
-    (
-        "0004_approval_leases",
-        include_str!("../../../migrations/postgres/0004_approval_leases.sql"),
-    ),
-    (
-        "0005_run_inputs",
-        include_str!("../../../migrations/postgres/0005_run_inputs.sql"),
-    ),
-    (
-        "0006_forks",
-        include_str!("../../../migrations/postgres/0006_forks.sql"),
-    ),
-    (
-        "0007_approval_confirm",
-        include_str!("../../../migrations/postgres/0007_approval_confirm.sql"),
-    ),
-];
+/// `(name, sql)` in order ([`crate::store::sql::migrations`]); the schema version after
+/// applying `MIGRATIONS[i]` is `i + 1`.
+const MIGRATIONS: &[(&str, &str)] = crate::store::sql::migrations!("postgres/");
 
 /// The schema version this build writes.
 pub const LATEST_VERSION: u32 = MIGRATIONS.len() as u32;

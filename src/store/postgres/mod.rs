@@ -27,7 +27,6 @@ use tokio_postgres::NoTls;
 use super::sql;
 use super::{
     BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
-    ToolData,
 };
 use crate::secret::Secret;
 use db::Db;
@@ -431,21 +430,7 @@ impl Store for PgStore {
         self.inner.events.subscribe()
     }
 
-    fn tool_data(&self) -> &dyn ToolData {
-        self
-    }
-
-    fn run_records(self: Arc<Self>) -> Arc<dyn crate::store::RunRecords> {
-        self
-    }
-
-    fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
-        self
-    }
-
-    fn fork_records(self: Arc<Self>) -> Arc<dyn crate::store::forks::ForkRecords> {
-        self
-    }
+    crate::store::record_stores!();
 }
 
 pub use crate::secret::redact_url;

@@ -5,6 +5,11 @@ use super::{sql, write_page, Conditions, Exec, Value};
 use crate::store::json::{json_str, push_json_str};
 use crate::store::{blob, CheckpointFilter, Page, StoreError, StoreOutput};
 
+/// Every blob of every namespace with its stored checksum, for `callbackd check`
+/// ([`CheckReport::blob`](crate::store::check::CheckReport::blob)): key columns 0-2, the
+/// bytes 3, the checksum 4. No parameters, so one text serves both dialects.
+pub const EVERY_BLOB: &str = "SELECT ns, agent_id, blob_id, data, crc32 FROM checkpoints";
+
 /// `{"found":true,"data":<base64>}` or `{"found":false}`. The bytes are checked against the
 /// checksum taken when they were written: the bridge would use corrupted bytes unnoticed.
 pub async fn get<X: Exec>(

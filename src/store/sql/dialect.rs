@@ -45,6 +45,43 @@ impl Dialect {
         }
     }
 
+    /// Field `field` of the JSON document in text column `doc`, as text (NULL when absent).
+    pub fn doc_text(self, doc: &str, field: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_extract({doc}, '$.{field}')"),
+            Dialect::Postgres => format!("({doc}::json ->> '{field}')"),
+        }
+    }
+
+    /// Field `field` of the JSON document in `doc` as a number, NULL when it is not one (on
+    /// SQLite a non-number compared with a number never matches either).
+    pub fn doc_number(self, doc: &str, field: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_extract({doc}, '$.{field}')"),
+            Dialect::Postgres => format!(
+                "CASE WHEN json_typeof({doc}::json -> '{field}') = 'number' \
+                 THEN ({doc}::json ->> '{field}')::float8 END"
+            ),
+        }
+    }
+
+    /// The size in bytes of text column `column`.
+    pub fn byte_length(self, column: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("length(CAST({column} AS BLOB))"),
+            Dialect::Postgres => format!("octet_length({column})"),
+        }
+    }
+
+    /// `SUM(expr)` as an integer, 0 over no rows (PostgreSQL's `SUM` of integers is
+    /// `numeric`: cast back).
+    pub fn sum_int(self, expr: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("coalesce(sum({expr}), 0)"),
+            Dialect::Postgres => format!("coalesce(sum({expr}), 0)::int8"),
+        }
+    }
+
     /// The tables keyed by `(ns, run_id)` that go with a run's events. On PostgreSQL the
     /// run's seq counter (`run_seqs`) first: deleting its row waits for any append of that
     /// run still in flight (it holds the row), and the event delete that follows, a new

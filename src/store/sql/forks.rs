@@ -1,9 +1,17 @@
-//! [`ForkRecords`](crate::store::forks::ForkRecords): the `session_forks` table of
-//! migration 0006, written once for both backends.
+//! [`ForkRecords`](crate::store::forks::ForkRecords): the `session_forks` table of migration
+//! 0006, written once for both backends (inserts through the backend's writer, reads on its
+//! read connections).
 
 use super::{sql, Exec, Row, Value};
 use crate::store::forks::{tools_json, tools_of, ForkRecord};
 use crate::store::StoreError;
+
+/// Every column but `ns`, in the order [`record`] reads them.
+macro_rules! columns {
+    () => {
+        "agent_id, source_agent_id, source_run_id, at, model, tools, created_at"
+    };
+}
 
 fn record(r: &dyn Row) -> Result<ForkRecord, StoreError> {
     Ok(ForkRecord {
@@ -17,11 +25,12 @@ fn record(r: &dyn Row) -> Result<ForkRecord, StoreError> {
     })
 }
 
-pub async fn insert_fork<X: Exec>(x: &X, ns: &str, rec: &ForkRecord) -> Result<(), X::Error> {
-    let sql = sql!(
-        "INSERT INTO session_forks (ns, agent_id, source_agent_id, source_run_id, at, model, \
-         tools, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
-    );
+pub async fn insert<X: Exec>(x: &X, ns: &str, rec: &ForkRecord) -> Result<(), X::Error> {
+    let sql = sql!(concat!(
+        "INSERT INTO session_forks (ns, ",
+        columns!(),
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    ));
     let tools = tools_json(&rec.tools);
     let params = [
         Value::Text(ns),
@@ -43,10 +52,11 @@ pub async fn fork_of<X: Exec>(
     ns: &str,
     agent_id: &str,
 ) -> Result<Option<ForkRecord>, X::Error> {
-    let sql = sql!(
-        "SELECT agent_id, source_agent_id, source_run_id, at, model, tools, created_at \
-         FROM session_forks WHERE ns = ?1 AND agent_id = ?2"
-    );
+    let sql = sql!(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM session_forks WHERE ns = ?1 AND agent_id = ?2"
+    ));
     x.first(
         sql.get(X::DIALECT),
         &[Value::Text(ns), Value::Text(agent_id)],
@@ -55,26 +65,23 @@ pub async fn fork_of<X: Exec>(
     .await
 }
 
-/// The forks made from a session, oldest first.
+/// The forks made from `source_agent_id`, oldest first.
 pub async fn forks_from<X: Exec>(
     x: &X,
     ns: &str,
     source_agent_id: &str,
 ) -> Result<Vec<ForkRecord>, X::Error> {
-    let sql = sql!(
-        "SELECT agent_id, source_agent_id, source_run_id, at, model, tools, created_at \
-         FROM session_forks WHERE ns = ?1 AND source_agent_id = ?2 \
+    let sql = sql!(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM session_forks WHERE ns = ?1 AND source_agent_id = ?2 \
          ORDER BY created_at, agent_id"
-    );
-    x.all(
-        sql.get(X::DIALECT),
-        &[Value::Text(ns), Value::Text(source_agent_id)],
-        record,
-    )
-    .await
+    ));
+    let params = [Value::Text(ns), Value::Text(source_agent_id)];
+    x.all(sql.get(X::DIALECT), &params, record).await
 }
 
-/// `impl ForkRecords for $store`, for a store with `sql_read` and `sql_write`.
+/// `impl ForkRecords for $store`, for a backend with `sql_read` / `sql_write`.
 macro_rules! impl_fork_records {
     ($store:ty) => {
         impl $crate::store::forks::ForkRecords for $store {
@@ -83,12 +90,10 @@ macro_rules! impl_fork_records {
                 ns: &$crate::store::Namespace,
                 rec: $crate::store::forks::ForkRecord,
             ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
-                let ns = ns.as_str().to_string();
+                let [ns] = $crate::store::sql::owned([ns.as_str()]);
                 self.sql_write(move |x| {
                     let (ns, rec) = (ns.clone(), rec.clone());
-                    Box::pin(
-                        async move { $crate::store::sql::forks::insert_fork(x, &ns, &rec).await },
-                    )
+                    Box::pin(async move { $crate::store::sql::forks::insert(x, &ns, &rec).await })
                 })
             }
 
@@ -100,9 +105,9 @@ macro_rules! impl_fork_records {
                 '_,
                 Result<Option<$crate::store::forks::ForkRecord>, $crate::store::StoreError>,
             > {
-                let args = $crate::store::sql::owned([ns.as_str(), agent_id]);
+                let [ns, id] = $crate::store::sql::owned([ns.as_str(), agent_id]);
                 self.sql_read(move |x| {
-                    let [ns, id] = args.clone();
+                    let (ns, id) = (ns.clone(), id.clone());
                     Box::pin(async move { $crate::store::sql::forks::fork_of(x, &ns, &id).await })
                 })
             }
@@ -115,9 +120,9 @@ macro_rules! impl_fork_records {
                 '_,
                 Result<Vec<$crate::store::forks::ForkRecord>, $crate::store::StoreError>,
             > {
-                let args = $crate::store::sql::owned([ns.as_str(), source_agent_id]);
+                let [ns, id] = $crate::store::sql::owned([ns.as_str(), source_agent_id]);
                 self.sql_read(move |x| {
-                    let [ns, id] = args.clone();
+                    let (ns, id) = (ns.clone(), id.clone());
                     Box::pin(
                         async move { $crate::store::sql::forks::forks_from(x, &ns, &id).await },
                     )

@@ -1,12 +1,188 @@
 //! [`RunRecords`](crate::store::RunRecords): the `tool_calls`, `event_meta` and
 //! `run_expiry` tables of migration 0002. The reads and the plain updates are written once
-//! here; what truly differs stays with each backend (how a started call gets its id and, on
-//! PostgreSQL, its owning daemon; pruning; interrupting the calls of a stopped daemon; where
-//! an event's snapshot delta is read first).
+//! here; what truly differs stays with each backend (a started call's owning daemon on
+//! PostgreSQL; pruning; interrupting the calls of a stopped daemon; where an event's
+//! snapshot delta is read first).
 
 use super::{sql, Dialect, Exec, Value};
 use crate::store::event_doc::now_ms;
-use crate::store::records::{usage_sql, NamespaceUsage, RunPositions, ToolCallRecord, ToolOutcome};
+use crate::store::records::{
+    usage_sql, NamespaceUsage, PrunePreview, PruneReport, RunPositions, ToolCallRecord,
+    ToolCallStart, ToolOutcome,
+};
+use crate::store::StoreError;
+
+/// Records a tool call as it starts (`awaiting` a decision when `held`, else `running`);
+/// its id. `owner`, the daemon running it, only where several daemons share the table
+/// (PostgreSQL's `tool_calls` has the column, SQLite's does not).
+pub async fn tool_call_start<X: Exec>(
+    x: &X,
+    ns: &str,
+    call: &ToolCallStart,
+    held: bool,
+    owner: Option<&str>,
+) -> Result<i64, X::Error> {
+    let d = X::DIALECT;
+    let mut params = vec![
+        Value::Text(ns),
+        Value::Text(&call.agent_id),
+        Value::OptText(call.run_id.as_deref()),
+        Value::OptText(call.tool_call_id.as_deref()),
+        Value::Text(&call.tool),
+        Value::Int(call.started_at_ms),
+        Value::Text(if held { "awaiting" } else { "running" }),
+    ];
+    let mut columns = "ns, agent_id, run_id, tool_call_id, tool, started_at, outcome".to_string();
+    if let Some(owner) = owner {
+        columns.push_str(", owner");
+        params.push(Value::Text(owner));
+    }
+    let marks: Vec<String> = (1..=params.len()).map(|i| d.param(i)).collect();
+    let sql = format!(
+        "INSERT INTO tool_calls ({columns}) VALUES ({}) RETURNING id",
+        marks.join(", ")
+    );
+    let id = x.first(&sql, &params, |r| r.int(0)).await?;
+    Ok(id.ok_or_else(|| StoreError::Internal("a tool call was inserted without an id".into()))?)
+}
+
+/// The statuses after which a run changes no more (retention removes only their events).
+pub const TERMINAL: &str = "('finished','error','cancelled','expired')";
+
+/// SQL: run `r` is terminal and ended (or, without `endedAt`, was last updated) before
+/// parameter `n`, a number of milliseconds (`float8` on PostgreSQL).
+pub fn ended_before(d: Dialect, n: usize) -> String {
+    format!(
+        "{} IN {TERMINAL} AND coalesce({}, {}) < {}",
+        d.doc_text("r.doc", "status"),
+        d.doc_number("r.doc", "endedAt"),
+        d.doc_number("r.doc", "updatedAt"),
+        d.typed(n, "float8"),
+    )
+}
+
+/// Removes the events of up to `batch` terminal runs (of every namespace) that ended before
+/// `ended_before_ms`, remembering in `run_expiry` how far each run's events went. On
+/// PostgreSQL the runs taken are locked and those another daemon's prune holds are skipped
+/// (`SKIP LOCKED`: daemons pruning at once take different runs), and each run's seq counter
+/// goes with its events. The caller's transaction makes the batch one commit.
+pub async fn prune_runs<X: Exec>(
+    x: &X,
+    ended_before_ms: i64,
+    batch: usize,
+) -> Result<PruneReport, X::Error> {
+    let d = X::DIALECT;
+    let (lock, greatest, also): (&str, &str, &[&str]) = match d {
+        Dialect::Sqlite => ("", "max", &["event_meta"]),
+        Dialect::Postgres => (
+            " FOR UPDATE OF r SKIP LOCKED",
+            "greatest",
+            &["event_meta", "run_seqs"],
+        ),
+    };
+    let sql = format!(
+        "SELECT r.ns, r.run_id, \
+           (SELECT max(seq) FROM run_events e WHERE e.ns = r.ns AND e.run_id = r.run_id) \
+         FROM runs r WHERE {} \
+           AND EXISTS (SELECT 1 FROM run_events e WHERE e.ns = r.ns AND e.run_id = r.run_id) \
+         LIMIT {}{lock}",
+        ended_before(d, 1),
+        d.param(2)
+    );
+    let params = [
+        Value::Float(ended_before_ms as f64),
+        Value::Int(i64::try_from(batch).unwrap_or(i64::MAX)),
+    ];
+    let runs = x
+        .all(&sql, &params, |r| {
+            Ok((
+                r.text(0)?.to_string(),
+                r.text(1)?.to_string(),
+                r.opt_int(2)?,
+            ))
+        })
+        .await?;
+    let mut report = PruneReport::default();
+    let now = now_ms();
+    for (ns, run_id, last) in &runs {
+        let Some(last) = *last else { continue };
+        let key = [Value::Text(ns), Value::Text(run_id)];
+        let events = sql!("DELETE FROM run_events WHERE ns = ?1 AND run_id = ?2");
+        report.events += x.execute(events.get(d), &key).await?;
+        for table in also {
+            let sql = format!(
+                "DELETE FROM {table} WHERE ns = {} AND run_id = {}",
+                d.param(1),
+                d.param(2)
+            );
+            x.execute(&sql, &key).await?;
+        }
+        let sql = format!(
+            "INSERT INTO run_expiry (ns, run_id, expired_through, pruned_at) \
+             VALUES ({}, {}, {}, {}) ON CONFLICT (ns, run_id) DO UPDATE SET \
+             expired_through = {greatest}(run_expiry.expired_through, excluded.expired_through), \
+             pruned_at = excluded.pruned_at",
+            d.param(1),
+            d.param(2),
+            d.param(3),
+            d.param(4)
+        );
+        let params = [
+            Value::Text(ns),
+            Value::Text(run_id),
+            Value::Int(last),
+            Value::Int(now),
+        ];
+        x.execute(&sql, &params).await?;
+        report.runs += 1;
+    }
+    Ok(report)
+}
+
+/// At start: calls left `running` are interrupted (cut off), calls left awaiting approval
+/// cancelled (they never ran); `only` narrows both to the calls of daemons that are gone
+/// (`AND …`, PostgreSQL's, where other daemons' calls still run). The interrupted ones.
+pub async fn interrupt_tool_calls<X: Exec>(x: &X, only: &str) -> Result<u64, X::Error> {
+    let now = [Value::Int(now_ms())];
+    let p = X::DIALECT.param(1);
+    let sql = format!(
+        "UPDATE tool_calls SET outcome = 'interrupted', cut_off = true, \
+         ended_at = coalesce(ended_at, {p}) WHERE outcome = 'running'{only}"
+    );
+    let interrupted = x.execute(&sql, &now).await?;
+    let sql = format!(
+        "UPDATE tool_calls SET outcome = 'cancelled', cut_off = false, \
+         ended_at = coalesce(ended_at, {p}) WHERE outcome = 'awaiting'{only}"
+    );
+    x.execute(&sql, &now).await?;
+    Ok(interrupted)
+}
+
+/// What pruning the runs that ended before `ended_before_ms` would remove.
+pub async fn prune_preview<X: Exec>(x: &X, ended_before_ms: i64) -> Result<PrunePreview, X::Error> {
+    let d = X::DIALECT;
+    let sql = format!(
+        "SELECT count(*), {}, {} FROM ( \
+           SELECT count(*) AS n, {} AS b FROM runs r \
+           JOIN run_events e ON e.ns = r.ns AND e.run_id = r.run_id \
+           WHERE {} GROUP BY r.ns, r.run_id) AS t",
+        d.sum_int("n"),
+        d.sum_int("b"),
+        d.sum_int(&d.byte_length("e.payload")),
+        ended_before(d, 1),
+    );
+    let preview = x
+        .first(&sql, &[Value::Float(ended_before_ms as f64)], |r| {
+            let n = |i| Ok::<_, crate::store::StoreError>(r.int(i)?.max(0) as u64);
+            Ok(PrunePreview {
+                runs: n(0)?,
+                events: n(1)?,
+                bytes: n(2)?,
+            })
+        })
+        .await?;
+    Ok(preview.unwrap_or_default())
+}
 
 /// What each namespace holds (only `ns`, when given).
 pub async fn usage<X: Exec>(x: &X, ns: Option<&str>) -> Result<Vec<NamespaceUsage>, X::Error> {
@@ -14,10 +190,11 @@ pub async fn usage<X: Exec>(x: &X, ns: Option<&str>) -> Result<Vec<NamespaceUsag
         Some(_) => format!("WHERE ns = {}", X::DIALECT.param(1)),
         None => String::new(),
     };
-    let sql = match X::DIALECT {
-        Dialect::Sqlite => usage_sql(&|c| format!("length(CAST({c} AS BLOB))"), &filter, ""),
-        Dialect::Postgres => usage_sql(&|c| format!("octet_length({c})"), &filter, "::int8"),
+    let cast = match X::DIALECT {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => "::int8",
     };
+    let sql = usage_sql(&|c| X::DIALECT.byte_length(c), &filter, cast);
     let params: &[Value] = match &ns {
         Some(ns) => &[Value::Text(ns)],
         None => &[],
@@ -111,6 +288,24 @@ pub async fn read_delta<X: Exec>(
     Ok(delta.map(|d| u32::try_from(d).unwrap_or(0)))
 }
 
+/// The delta of event `seq`: the recorded one, else `new` recorded (0 when there is none to
+/// record), in the caller's transaction.
+pub async fn delta_of<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+    seq: i64,
+    new: Option<u32>,
+) -> Result<u32, X::Error> {
+    if let Some(delta) = read_delta(x, ns, run_id, seq).await? {
+        return Ok(delta);
+    }
+    match new {
+        Some(new) => record_delta(x, ns, run_id, seq, new).await,
+        None => Ok(0),
+    }
+}
+
 /// Records `new` as the delta of event `seq` unless one is recorded (the first value
 /// recorded wins, whichever daemon records it); the recorded one.
 pub async fn record_delta<X: Exec>(
@@ -188,7 +383,7 @@ pub async fn run_inputs<X: Exec>(
 }
 
 /// `impl RunRecords for $store`, for a store with `sql_read` and `sql_write` and its own
-/// `tool_call_start`, `snapshot_delta_of`, `prune_runs` and `interrupt_tool_calls`.
+/// `tool_call_owner`, `delta_seen`, `prune_runs` and `interrupt_tool_calls`.
 macro_rules! impl_run_records {
     ($store:ty) => {
         impl $crate::store::RunRecords for $store {
@@ -225,7 +420,21 @@ macro_rules! impl_run_records {
                 call: $crate::store::records::ToolCallStart,
                 held: bool,
             ) -> $crate::store::BoxFuture<'_, Result<i64, $crate::store::StoreError>> {
-                self.tool_call_start(ns.as_str().to_string(), call, held)
+                let [ns] = $crate::store::sql::owned([ns.as_str()]);
+                let owner = self.tool_call_owner();
+                self.sql_write(move |x| {
+                    let (ns, call, owner) = (ns.clone(), call.clone(), owner.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::records::tool_call_start(
+                            x,
+                            &ns,
+                            &call,
+                            held,
+                            owner.as_deref(),
+                        )
+                        .await
+                    })
+                })
             }
 
             fn tool_call_resumed(
@@ -284,7 +493,21 @@ macro_rules! impl_run_records {
                 seq: u64,
                 new: Option<u32>,
             ) -> $crate::store::BoxFuture<'_, Result<u32, $crate::store::StoreError>> {
-                self.snapshot_delta_of($crate::store::sql::owned([ns.as_str(), run_id]), seq, new)
+                let key = $crate::store::sql::owned([ns.as_str(), run_id]);
+                let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+                let seen = self.delta_seen(key.clone(), seq);
+                Box::pin(async move {
+                    if let Some(delta) = seen.await? {
+                        return Ok(delta);
+                    }
+                    self.sql_write(move |x| {
+                        let [ns, run_id] = key.clone();
+                        Box::pin(async move {
+                            $crate::store::sql::records::delta_of(x, &ns, &run_id, seq, new).await
+                        })
+                    })
+                    .await
+                })
             }
 
             fn set_run_input(
@@ -346,6 +569,20 @@ macro_rules! impl_run_records {
                 Result<$crate::store::records::PruneReport, $crate::store::StoreError>,
             > {
                 self.prune_runs(ended_before_ms, batch)
+            }
+
+            fn prune_preview(
+                &self,
+                ended_before_ms: i64,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<$crate::store::records::PrunePreview, $crate::store::StoreError>,
+            > {
+                self.sql_read(move |x| {
+                    Box::pin(async move {
+                        $crate::store::sql::records::prune_preview(x, ended_before_ms).await
+                    })
+                })
             }
 
             fn interrupt_running_tool_calls(

@@ -7,6 +7,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 
 pub use crate::store::check::CheckReport;
+use crate::store::sql;
 
 /// Checks the database at `path`, read-only. Safe to run while the daemon is serving (WAL
 /// readers see the last committed state).
@@ -33,16 +34,13 @@ pub fn check(path: &Path) -> rusqlite::Result<CheckReport> {
     if report.schema_version == 0 {
         return Ok(report);
     }
-    let mut stmt = conn.prepare("SELECT ns, agent_id, blob_id, data, crc32 FROM checkpoints")?;
+    let mut stmt = conn.prepare(sql::checkpoints::EVERY_BLOB)?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        report.blobs_checked += 1;
         let data = row.get_ref(3)?.as_blob()?;
-        if crate::store::blob::checksum(data) != row.get::<_, i64>(4)? {
-            report
-                .corrupt_blobs
-                .push((row.get(0)?, row.get(1)?, row.get(2)?));
-        }
+        report.blob(data, row.get(4)?, || {
+            Ok::<_, rusqlite::Error>((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
     }
     Ok(report)
 }

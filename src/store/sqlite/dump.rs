@@ -8,28 +8,29 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use rusqlite::types::Type;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{open_connection, Conn, SqliteOptions, SqliteStore};
-use crate::store::dump::{CheckpointRecord, Dump, DumpCounts, DumpSink, EventRecord};
+use crate::store::dump::{Dump, DumpCounts, DumpSink};
 use crate::store::sql;
-use crate::store::{AgentDoc, RunDoc, StoreError};
+use crate::store::sql::dump::RowError;
+use crate::store::StoreError;
 
 /// Why a read-out stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError<E> {
     #[error("reading the database")]
     Store(#[from] rusqlite::Error),
+    #[error("reading the database")]
+    Row(#[source] StoreError),
     #[error(transparent)]
     Sink(E),
 }
 
 /// Reads every agent, run, event and checkpoint blob of namespace `ns` of the database at
-/// `path` into `sink`, from one snapshot, in key order: agents by id, runs by agent and id,
-/// events by run and seq (each run's events together, 1..n, as the bridge numbers them),
-/// blobs by agent and id. Ids compare bytewise. PostgreSQL has no order of insertion to
-/// read back, so this order is the one both backends give (`postgres::dump::read_all`): an
-/// export of the same data is the same bytes from either.
+/// `path` into `sink`, from one snapshot, in the key order of [`sql::dump`] (each run's
+/// events together, 1..n, as the bridge numbers them).
 pub fn read_all<S: DumpSink>(
     path: &Path,
     ns: &str,
@@ -42,73 +43,18 @@ pub fn read_all<S: DumpSink>(
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
     let mut counts = DumpCounts::default();
-    {
-        let mut stmt = tx.prepare(
-            "SELECT agent_id, cwd, updated_at, doc FROM agents WHERE ns = ?1 ORDER BY agent_id",
-        )?;
+    for read in sql::dump::Read::ALL {
+        let mut stmt = tx.prepare(read.sql().sqlite)?;
         let mut rows = stmt.query([ns])?;
         while let Some(r) = rows.next()? {
-            let doc = AgentDoc {
-                agent_id: r.get(0)?,
-                cwd: r.get(1)?,
-                updated_at: r.get(2)?,
-                json: r.get(3)?,
-            };
-            sink.agent(doc).map_err(ReadError::Sink)?;
-            counts.agents += 1;
-        }
-    }
-    {
-        let mut stmt = tx.prepare(
-            "SELECT agent_id, run_id, turn_number, doc FROM runs WHERE ns = ?1 \
-             ORDER BY agent_id, run_id",
-        )?;
-        let mut rows = stmt.query([ns])?;
-        while let Some(r) = rows.next()? {
-            let doc = RunDoc {
-                agent_id: r.get(0)?,
-                run_id: r.get(1)?,
-                turn_number: r.get(2)?,
-                json: r.get(3)?,
-            };
-            sink.run(doc).map_err(ReadError::Sink)?;
-            counts.runs += 1;
-        }
-    }
-    {
-        let mut stmt = tx.prepare(
-            "SELECT run_id, seq, event_type, payload, payload_ref, idempotency_key, created_at \
-             FROM run_events WHERE ns = ?1 ORDER BY run_id, seq",
-        )?;
-        let mut rows = stmt.query([ns])?;
-        while let Some(r) = rows.next()? {
-            let event = EventRecord {
-                run_id: r.get(0)?,
-                seq: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
-                event_type: r.get(2)?,
-                payload: r.get(3)?,
-                payload_ref: r.get(4)?,
-                idempotency_key: r.get(5)?,
-                created_at_ms: r.get(6)?,
-            };
-            sink.event(event).map_err(ReadError::Sink)?;
-            counts.events += 1;
-        }
-    }
-    {
-        let mut stmt = tx.prepare(
-            "SELECT agent_id, blob_id, data FROM checkpoints WHERE ns = ?1 \
-             ORDER BY agent_id, blob_id",
-        )?;
-        let mut rows = stmt.query([ns])?;
-        while let Some(r) = rows.next()? {
-            let blob = CheckpointRecord {
-                agent_id: r.get(0)?,
-                blob_id: r.get(1)?,
-                data: r.get(2)?,
-            };
-            sink.checkpoint(blob).map_err(ReadError::Sink)?;
-            counts.checkpoints += 1;
+            sql::dump::hand_on(read, r, sink, &mut counts).map_err(|e| match e {
+                RowError::Sink(e) => ReadError::Sink(e),
+                // As reading the column as JSON text fails (rusqlite's `FromSql`).
+                RowError::NotJson { column, error, .. } => ReadError::Store(
+                    rusqlite::Error::FromSqlConversionFailure(column, Type::Text, Box::new(error)),
+                ),
+                RowError::Row(e) => ReadError::Row(e),
+            })?;
         }
     }
     tx.commit()?;

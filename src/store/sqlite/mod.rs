@@ -31,7 +31,6 @@ use tokio::sync::{broadcast, oneshot};
 use super::sql;
 use super::{
     BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
-    ToolData,
 };
 pub(crate) use exec::Conn;
 use writer::{Job, Writer};
@@ -345,21 +344,7 @@ impl Store for SqliteStore {
         self.events.subscribe()
     }
 
-    fn tool_data(&self) -> &dyn ToolData {
-        self
-    }
-
-    fn run_records(self: Arc<Self>) -> Arc<dyn crate::store::RunRecords> {
-        self
-    }
-
-    fn approval_records(self: Arc<Self>) -> Arc<dyn crate::store::approvals::ApprovalRecords> {
-        self
-    }
-
-    fn fork_records(self: Arc<Self>) -> Arc<dyn crate::store::forks::ForkRecords> {
-        self
-    }
+    crate::store::record_stores!();
 }
 
 /// A store call on the writer thread.
