@@ -32,24 +32,63 @@ const MAX_PAYLOAD: usize = 7900;
 
 /// The payload of an append's notification.
 pub fn payload(instance: &str, schema: &str, notice: &EventAppended) -> String {
-    let mut p = String::with_capacity(96 + notice.run_id.len());
+    let mut p = payload_head(instance, schema, &notice.ns, &notice.run_id);
+    let seq = i64::try_from(notice.seq).unwrap_or(i64::MAX);
+    if p.len() + digits(seq) + 1 > MAX_PAYLOAD {
+        return resync_payload(instance, schema);
+    }
+    push_int(&mut p, seq);
+    p.push('}');
+    p
+}
+
+/// What the one-statement append (`append.rs`) gives `pg_notify`: the payload without its
+/// seq and closing brace (`{"i":…,"s":…,"ns":…,"r":…,"q":`), which the statement completes
+/// with the seq it assigned; or, when even the longest seq would not fit, the whole
+/// "re-read everything" payload (`false`: nothing to append).
+pub fn payload_template(
+    instance: &str,
+    schema: &str,
+    ns: &Namespace,
+    run_id: &str,
+) -> (String, bool) {
+    let head = payload_head(instance, schema, ns, run_id);
+    if head.len() + digits(i64::MAX) + 1 > MAX_PAYLOAD {
+        return (resync_payload(instance, schema), false);
+    }
+    (head, true)
+}
+
+fn payload_head(instance: &str, schema: &str, ns: &Namespace, run_id: &str) -> String {
+    let mut p = String::with_capacity(96 + run_id.len());
     p.push_str(r#"{"i":"#);
     p.push_str(&json_str(instance));
     p.push_str(r#","s":"#);
     p.push_str(&json_str(schema));
-    let head = p.len();
     p.push_str(r#","ns":"#);
-    p.push_str(&json_str(notice.ns.as_str()));
+    p.push_str(&json_str(ns.as_str()));
     p.push_str(r#","r":"#);
-    p.push_str(&json_str(&notice.run_id));
+    p.push_str(&json_str(run_id));
     p.push_str(r#","q":"#);
-    push_int(&mut p, i64::try_from(notice.seq).unwrap_or(i64::MAX));
-    p.push('}');
-    if p.len() > MAX_PAYLOAD {
-        p.truncate(head);
-        p.push_str(r#","all":true}"#);
-    }
     p
+}
+
+/// The payload that tells every follower of the schema to re-read (a run id too long).
+fn resync_payload(instance: &str, schema: &str) -> String {
+    let mut p = String::with_capacity(48);
+    p.push_str(r#"{"i":"#);
+    p.push_str(&json_str(instance));
+    p.push_str(r#","s":"#);
+    p.push_str(&json_str(schema));
+    p.push_str(r#","all":true}"#);
+    p
+}
+
+fn digits(n: i64) -> usize {
+    n.unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |d| d as usize + 1)
+        + usize::from(n < 0)
 }
 
 /// The payload of an approval change's notification (ids are short: no cap needed beyond
@@ -214,6 +253,23 @@ mod tests {
         };
         let p = payload("me", "public", &long);
         assert!(p.len() < 200, "{p}");
+        assert_eq!(decode(&p, "other", "public"), Some(StoreNotice::Resync));
+    }
+
+    #[test]
+    fn the_one_statement_appends_template_completes_to_the_same_payload() {
+        let ns = Namespace::new("team-a");
+        let notice = EventAppended {
+            ns: ns.clone(),
+            run_id: "run-\"1".into(),
+            seq: 42,
+        };
+        let (head, with_seq) = payload_template("me", "public", &ns, &notice.run_id);
+        assert!(with_seq);
+        // What the statement does with it: `head || seq::text || '}'`.
+        assert_eq!(format!("{head}42}}"), payload("me", "public", &notice));
+        let (p, with_seq) = payload_template("me", "public", &ns, &"r".repeat(10_000));
+        assert!(!with_seq, "nothing to complete: {p}");
         assert_eq!(decode(&p, "other", "public"), Some(StoreNotice::Resync));
     }
 

@@ -7,6 +7,7 @@
 //! a serialization failure or deadlock is rolled back and run again, up to
 //! [`MAX_ATTEMPTS`] times, and never answered as `internal`.
 
+mod append;
 mod approvals;
 mod check;
 mod db;
@@ -387,6 +388,11 @@ impl Inner {
             return Ok((sql::call::read(&db, ns.as_str(), call).await?, None));
         }
         let mut client = self.pool.get().await?;
+        if let StoreCall::EventsAppend(ev) = call {
+            // One statement, one round trip, its own transaction (see `append`).
+            let db = Db::client(&client, self.prepared);
+            return append::append(&db, ns, ev, &self.instance, &self.schema).await;
+        }
         let tx = client.transaction().await?;
         let db = Db::tx(&tx, self.prepared);
         let (output, notice) = sql::call::write(&db, ns, call).await?;

@@ -20,6 +20,9 @@ const COLUMNS: &str = "seq, event_type, payload, payload_ref, idempotency_key, c
 /// seqs are unique and gap-free. Two appends racing with the same new idempotency key are
 /// serialized by the counter row, and the second one's insert then fails on the unique key
 /// index: the transaction is rolled back and the call runs again, finding the first event.
+/// The PostgreSQL store's own appends run the one-statement form of this whole function
+/// (`store/postgres/append.rs`, one round trip instead of five), which bumps the same
+/// counter row the same way; keep the two in step.
 const NEXT_SEQ: Sql = Sql {
     sqlite: "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE ns = ?1 AND run_id = ?2",
     postgres: "INSERT INTO run_seqs (ns, run_id, last_seq) VALUES ($1, $2, 1) \
@@ -75,6 +78,18 @@ pub async fn append<X: Exec>(
         Value::Int(created_at),
     ];
     x.execute(sql.get(X::DIALECT), &params).await?;
+    let (doc, notice) = appended(ns, ev, seq, created_at);
+    Ok((Some(doc), Some(notice)))
+}
+
+/// The document of a newly written event and the notice for its live followers (also the
+/// answer of PostgreSQL's one-statement append, `store/postgres/append.rs`).
+pub fn appended(
+    ns: &Namespace,
+    ev: &NewEvent,
+    seq: i64,
+    created_at: i64,
+) -> (String, EventAppended) {
     let mut doc = String::with_capacity(ev.payload.len() + ev.run_id.len() + 160);
     push_event(
         &mut doc,
@@ -93,7 +108,7 @@ pub async fn append<X: Exec>(
         run_id: ev.run_id.clone(),
         seq: seq as u64,
     };
-    Ok((Some(doc), Some(notice)))
+    (doc, notice)
 }
 
 /// Events with `seq > after_seq`; `nextOffset` only while more remain.
@@ -132,7 +147,11 @@ pub async fn list<X: Exec>(
 
 /// Appends the event document of a row selected with [`COLUMNS`]; `run_id_json` is the run
 /// id as a JSON string literal (the same for every row of a page).
-fn push_event_row(out: &mut String, run_id_json: &str, row: &dyn Row) -> Result<(), StoreError> {
+pub fn push_event_row(
+    out: &mut String,
+    run_id_json: &str,
+    row: &dyn Row,
+) -> Result<(), StoreError> {
     push_event(
         out,
         run_id_json,
