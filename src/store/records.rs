@@ -125,6 +125,20 @@ pub(crate) fn usage_sql(len: &dyn Fn(&str) -> String, filter: &str, cast: &str) 
 }
 
 pub trait RunRecords: Send + Sync + 'static {
+    /// A page of agent documents matching `q`, newest first (`{"items", "nextCursor"}`).
+    fn find_sessions(
+        &self,
+        ns: &Namespace,
+        q: crate::store::find::SessionQuery,
+    ) -> BoxFuture<'_, Result<String, StoreError>>;
+
+    /// A page of run documents matching `q`, newest first (`{"items", "nextCursor"}`).
+    fn find_runs(
+        &self,
+        ns: &Namespace,
+        q: crate::store::find::RunQuery,
+    ) -> BoxFuture<'_, Result<String, StoreError>>;
+
     /// What each namespace holds (only `ns`, when given); namespaces with no rows are left
     /// out. A scan of every row of the namespace: for commands, metrics and the quota gate's
     /// periodic refresh, never per call.

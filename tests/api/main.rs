@@ -11,6 +11,7 @@ mod connect_errors;
 mod copy_store;
 mod crash;
 mod decode_props;
+mod find;
 mod fork;
 mod metrics;
 mod namespaces;

@@ -33,6 +33,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_forks",
         include_str!("../../../migrations/postgres/0006_forks.sql"),
     ),
+    (
+        "0008_see",
+        include_str!("../../../migrations/postgres/0008_see.sql"),
+    ),
 ];
 
 /// The schema version this build writes.

@@ -20,6 +20,7 @@ pub mod checkpoints;
 mod conditions;
 mod dialect;
 mod exec;
+pub mod find;
 pub mod memory;
 mod page;
 pub mod records;

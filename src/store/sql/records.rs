@@ -192,6 +192,30 @@ pub async fn run_inputs<X: Exec>(
 macro_rules! impl_run_records {
     ($store:ty) => {
         impl $crate::store::RunRecords for $store {
+            fn find_sessions(
+                &self,
+                ns: &$crate::store::Namespace,
+                q: $crate::store::find::SessionQuery,
+            ) -> $crate::store::BoxFuture<'_, Result<String, $crate::store::StoreError>> {
+                let ns = ns.as_str().to_string();
+                self.sql_read(move |x| {
+                    let (ns, q) = (ns.clone(), q.clone());
+                    Box::pin(async move { $crate::store::sql::find::sessions(x, &ns, &q).await })
+                })
+            }
+
+            fn find_runs(
+                &self,
+                ns: &$crate::store::Namespace,
+                q: $crate::store::find::RunQuery,
+            ) -> $crate::store::BoxFuture<'_, Result<String, $crate::store::StoreError>> {
+                let ns = ns.as_str().to_string();
+                self.sql_read(move |x| {
+                    let (ns, q) = (ns.clone(), q.clone());
+                    Box::pin(async move { $crate::store::sql::find::runs(x, &ns, &q).await })
+                })
+            }
+
             fn usage(
                 &self,
                 ns: Option<&$crate::store::Namespace>,

@@ -30,6 +30,7 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_forks",
         include_str!("../../../migrations/0006_forks.sql"),
     ),
+    ("0008_see", include_str!("../../../migrations/0008_see.sql")),
 ];
 
 /// The schema version this build writes.
