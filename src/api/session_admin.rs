@@ -7,9 +7,10 @@
 //!
 //! Deleting goes through the bridge when one is attached, in two calls, because cursor-sdk
 //! 1.1.0's `DeleteAgent` removes the agent's rows from the store (through callbackd's store
-//! callback) but leaves the live agent in the bridge's registry, where a later `Send` would
-//! still find it: `CloseAgent` first (the bridge disposes of it and forgets it; a `Send` is
-//! then `not_found`), then `DeleteAgent`. A session never messaged still has its queued
+//! callback) but leaves the live agent in the bridge's registry, holding its resources, where
+//! a later `Send` still finds it and fails inside the SDK (`internal` "Agent … not found",
+//! measured with the e2e test): `CloseAgent` first (the bridge disposes of the agent and
+//! forgets it; a `Send` is then `not_found` "Unknown agent"), then `DeleteAgent`. A session never messaged still has its queued
 //! first run as its active run, which `DeleteAgent` refuses ("active run … is not
 //! terminal"); that run never started, so callbackd deletes such a session with the store's
 //! own cascade (as it does every session when no bridge is attached).

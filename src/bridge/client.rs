@@ -176,7 +176,8 @@ impl BridgeClient {
     /// `DeleteAgent`: the SDK deletes the agent's runs, their events, its checkpoints and
     /// the agent from the store (callbackd's, through the store callback). It refuses an
     /// agent whose active run is not terminal, and it does NOT drop the agent from the
-    /// bridge's registry (cursor-sdk 1.1.0): [`close_agent`](Self::close_agent) does that.
+    /// bridge's registry (cursor-sdk 1.1.0; a `Send` then fails `internal` "Agent … not
+    /// found"): [`close_agent`](Self::close_agent) does that.
     pub async fn delete_agent(&self, agent_id: &str, cwd: &str) -> Result<(), ClientError> {
         self.client
             .unary(

@@ -72,3 +72,61 @@ def test_tool_events_carry_the_arguments_and_the_result(setup_env, tmp_path):
     status, whole = s.api.call("GET", f"/v1/runs/{started['run_id']}/tool_calls/{started['tool_call_id']}")
     assert status == 200, whole
     assert whole["arguments"] == started["arguments"] and whole["result"] == completed["result"], whole
+
+
+def test_a_session_is_renamed_found_deleted_and_gone_from_the_bridge(setup_env, tmp_path):
+    import harness as h
+
+    s = ApiStack(setup_env, tmp_path)
+    used, idle = s.session(), s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{used}/messages", {"text": "please call the echo tool"})
+    assert types(read_all(r))[-1] == "completed"
+    c.close()
+
+    status, body = s.api.call("PATCH", f"/v1/sessions/{used}", {"name": "Q3 deploy plan"})
+    assert status == 200 and body["name"] == "Q3 deploy plan", body
+    # The SDK spreads the stored document into its own updates: the name survives a turn.
+    c, r = s.api.open("POST", f"/v1/sessions/{used}/messages", {"text": "hello"})
+    assert types(read_all(r))[-1] == "completed"
+    c.close()
+    status, found = s.api.call("GET", "/v1/sessions?q=deploy")
+    assert status == 200 and [x["session_id"] for x in found["sessions"]] == [used], found
+    assert found["sessions"][0]["name"] == "Q3 deploy plan"
+    status, runs = s.api.call("GET", "/v1/runs?q=deploy")
+    assert status == 200 and len(runs["runs"]) == 2, runs
+
+    # Usage per day adds up to the runs' usage.
+    status, usage = s.api.call("GET", "/v1/usage?group_by=day")
+    assert status == 200, usage
+    status, every = s.api.call("GET", "/v1/runs?limit=1000")
+    want = {k: 0 for k in ("input", "output", "cache_read", "cache_write")}
+    for run in every["runs"]:
+        for k, key in (("input", "inputTokens"), ("output", "outputTokens"),
+                       ("cache_read", "cacheReadTokens"), ("cache_write", "cacheWriteTokens")):
+            want[k] += (run["usage"] or {}).get(key, 0)
+    assert want["input"] > 0, every
+    days = {k: sum(g["tokens"][k] for g in usage["groups"]) for k in want}
+    assert days == want == usage["total"]["tokens"], (usage, want)
+
+    def bridge_lists():
+        listed = s.run.client.call("ListAgents", {"options": {"cwd": str(s.ws)}})
+        return {a.get("agentId") for a in listed.get("items", [])}
+
+    assert {used, idle} <= bridge_lists()
+    # Deleted: gone from the store and from the bridge (its registry too: a Send fails).
+    for sid in (used, idle):  # `idle` was never messaged: its queued first run never ran
+        status, body = s.api.call("DELETE", f"/v1/sessions/{sid}")
+        assert status == 204, body
+        status, body = s.api.call("GET", f"/v1/sessions/{sid}")
+        assert status == 404, body
+        try:
+            s.run.client.stream("Send", {"agentId": sid, "message": {"text": "hello"}}, timeout=30)
+            raise AssertionError(f"the bridge still sends to deleted session {sid}")
+        except h.ConnectError as e:
+            assert e.code == "not_found", e
+        status, body = s.api.call("POST", f"/v1/sessions/{sid}/messages", {"text": "hello"})
+        assert status == 404, body
+    status, runs = s.api.call("GET", "/v1/runs")
+    assert runs["runs"] == [], runs
+    # Nothing of them is left in the store (the bridge's own agent list reads it).
+    assert not {used, idle} & bridge_lists()
