@@ -183,6 +183,11 @@ class SessionPage(TypedDict):
     sessions: list[Session]
 
 
+class SessionPatch(TypedDict):
+    """`PATCH /v1/sessions/{session_id}` body."""
+    name: str
+
+
 class RunStartedEvent(TypedDict):
     agent: AgentRef
     at: str
@@ -380,6 +385,14 @@ stream, for a browser's `EventSource` (which cannot send headers)."""
     token: str
 
 
+class Tokens(TypedDict):
+    """Token totals (the runs' `usage`; a run without usage adds nothing)."""
+    cache_read: int
+    cache_write: int
+    input: int
+    output: int
+
+
 class ToolCallDetail(TypedDict):
     """A tool call in full."""
     arguments: Any
@@ -408,6 +421,24 @@ class Usage(TypedDict):
     inputTokens: NotRequired[Optional[int]]
     outputTokens: NotRequired[Optional[int]]
     totalTokens: NotRequired[Optional[int]]
+
+
+class Usage2(TypedDict):
+    """`GET /v1/usage`."""
+    group_by: str
+    groups: list[UsageGroup]
+    since: str
+    total: UsageGroup
+    until: str
+
+
+class UsageGroup(TypedDict):
+    """One group of `GET /v1/usage`: a UTC day or a session."""
+    key: str
+    name: NotRequired[Optional[str]]
+    runs: int
+    runs_by_status: dict[str, int]
+    tokens: Tokens
 
 
 ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["method_not_allowed"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
