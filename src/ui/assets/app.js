@@ -5,6 +5,9 @@ import { h, fill, when, short } from "./dom.js";
 import { Follower } from "./follow.js";
 import { RunModel, RunView } from "./run.js";
 import { approvalsPage, watchCount } from "./approvals.js";
+import { sessionSearch, sessionActions } from "./sessions.js";
+import { runsPage } from "./find.js";
+import { usagePage } from "./usage.js";
 
 const main = document.getElementById("main");
 const dialog = document.getElementById("token-dialog");
@@ -128,6 +131,8 @@ function route() {
   if (parts[0] === "sessions" && parts[1]) sessionPage(parts[1]);
   else if (parts[0] === "runs" && parts[1]) runPage({ runId: parts[1] });
   else if (parts[0] === "approvals") approvalsPage(main, api, canWrite, (f) => { teardown = f; });
+  else if (parts[0] === "runs") runsPage(main, api, (f) => { teardown = f; });
+  else if (parts[0] === "usage") usagePage(main, api, (f) => { teardown = f; });
   else sessionsPage();
 }
 
@@ -151,7 +156,9 @@ function sessionsPage() {
   const more = h("button", { type: "button", hidden: true }, "Load more");
   const status = h("p.muted", { role: "status" }, "Loading…");
   const head = h("div.page-head", {}, h("h1", {}, "Sessions"), canWrite() ? newSessionForm() : null);
-  fill(main, head,
+  let filter = ""; // q= and status= (sessions.js)
+  const search = sessionSearch((p) => { filter = p; cursor = null; body.replaceChildren(); load(); });
+  fill(main, head, search,
     h("div.table-wrap", {}, h("table.sessions", {},
       h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "Status"), h("th.c-model", {}, "Model"),
         h("th.c-cwd", {}, "Workspace"), h("th", {}, "Last activity"))),
@@ -163,7 +170,7 @@ function sessionsPage() {
   async function load() {
     more.disabled = true;
     try {
-      const page = await api.get(`/v1/sessions?limit=25${cursor ? `&cursor=${api.enc(cursor)}` : ""}`);
+      const page = await api.get(`/v1/sessions?limit=25${filter ? `&${filter}` : ""}${cursor ? `&cursor=${api.enc(cursor)}` : ""}`);
       if (!alive) return;
       for (const s of page.sessions || []) {
         body.append(h("tr", { dataset: { sessionId: s.session_id } },
@@ -176,7 +183,7 @@ function sessionsPage() {
       }
       cursor = page.next_cursor || null;
       more.hidden = !cursor;
-      status.textContent = body.children.length ? "" : "No sessions yet.";
+      status.textContent = body.children.length ? "" : filter ? "No sessions match." : "No sessions yet.";
     } catch (e) {
       if (alive) fill(status, problemBox(e));
     } finally {
@@ -249,6 +256,7 @@ async function sessionPage(id) {
       h("dt", {}, "Workspace"), h("dd", {}, h("span.path", {}, cwdText(s.cwd))),
       h("dt", {}, "Created"), h("dd", {}, when(s.created_at)),
       h("dt", {}, "Last activity"), h("dd", {}, when(s.updated_at)));
+    if (canWrite()) info.after(sessionActions(api, s, { onRenamed: () => route(), onDeleted: () => { location.hash = "#/sessions"; } }));
   } catch (e) {
     if (alive) fill(info, problemBox(e));
     return;
