@@ -479,3 +479,38 @@ async fn runs_are_found_across_sessions_newest_first_paged_and_usage_adds_up() {
         .json();
     assert_eq!(one_day["total"]["runs"], 2);
 }
+
+#[tokio::test]
+async fn another_namespaces_session_is_not_found_and_a_deleted_one_gives_its_quota_back() {
+    use callbackd::secret::Secret;
+    let t = |role: &str| format!("q-{role}-token-0123456789abcdef");
+    let mut q = callbackd::namespaces::NamespaceConfig {
+        name: "q".into(),
+        store_token: Some(Secret::new(t("store"))),
+        tool_token: Some(Secret::new(t("tool"))),
+        api_token: Some(Secret::new(t("api"))),
+        api_read_token: Some(Secret::new(t("read"))),
+        ..Default::default()
+    };
+    q.quotas.max_agents = Some(1);
+    let mut app = TestApp::spawn_with(move |c| c.namespaces = vec![q]).await;
+    let default_api = app.api_token.clone();
+    app.store_token = t("store");
+    app.api_token = t("api");
+    session(&app, "a1", "mine", 1_780_000_000_001).await;
+    let (code, msg) = app
+        .store_err("agents", "create", json!({"agent": agent("a2", "/ws", 1)}))
+        .await;
+    assert_eq!(code, "resource_exhausted", "{msg}");
+    assert!(msg.contains("delete an agent first"), "{msg}");
+
+    let r = app
+        .api("DELETE", "/v1/sessions/a1", Some(&default_api), "")
+        .await;
+    assert_eq!(r.status, 404, "another namespace's session: {}", r.text());
+    let token = app.api_token.clone();
+    let r = app.api("DELETE", "/v1/sessions/a1", Some(&token), "").await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    app.store_ok("agents", "create", json!({"agent": agent("a2", "/ws", 1)}))
+        .await;
+}
