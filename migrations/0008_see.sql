@@ -21,3 +21,7 @@ ALTER TABLE agents ADD COLUMN name TEXT GENERATED ALWAYS AS (
     CASE WHEN json_type(doc, '$.name') = 'text' THEN json_extract(doc, '$.name') END) VIRTUAL;
 ALTER TABLE agents ADD COLUMN status TEXT GENERATED ALWAYS AS (
     CASE WHEN json_type(doc, '$.status') = 'text' THEN json_extract(doc, '$.status') END) VIRTUAL;
+
+-- A tool call held for approval: how long it waited for the person (`waited_ms`), set when
+-- it is approved (and started_at moves to that moment) or when it ends without running.
+ALTER TABLE tool_calls ADD COLUMN waited_ms INTEGER;

@@ -36,3 +36,6 @@ CREATE INDEX runs_by_agent_created ON runs (ns, agent_id, created_at DESC, run_i
 ALTER TABLE agents
     ADD COLUMN name text GENERATED ALWAYS AS (callbackd_doc_text(doc, 'name')) STORED,
     ADD COLUMN status text COLLATE "C" GENERATED ALWAYS AS (callbackd_doc_text(doc, 'status')) STORED;
+
+-- A tool call held for approval: how long it waited for the person (`waited_ms`).
+ALTER TABLE tool_calls ADD COLUMN waited_ms bigint;

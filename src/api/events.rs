@@ -62,6 +62,9 @@ pub enum Durable {
         tool: String,
         outcome: &'static str,
         duration_ms: Option<i64>,
+        /// A call held for approval: the wait for the person (not in `duration_ms`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_ms: Option<i64>,
         /// The call's result as the bridge stored it (`{status, value}`, JSON); over
         /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
         /// `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
@@ -370,6 +373,12 @@ impl RunMapper {
             .rev()
             .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
             .and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
+        let waited_ms = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
+            .and_then(|r| r.waited_ms);
         let started = self.tools.get(&call_id).map(|(_, t)| *t);
         let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
@@ -405,6 +414,7 @@ impl RunMapper {
                         tool,
                         outcome: r.outcome.as_str(),
                         duration_ms,
+                        waited_ms,
                         result,
                         truncated,
                     }
@@ -417,6 +427,7 @@ impl RunMapper {
             tool,
             outcome: if failed { "error" } else { "ok" },
             duration_ms,
+            waited_ms,
             result,
             truncated,
         }
@@ -536,6 +547,7 @@ mod tests {
                 tool: "echo".into(),
                 outcome: "ok",
                 duration_ms: Some(10),
+                waited_ms: None,
                 result: json!({"status": "success"}),
                 truncated: false,
             }

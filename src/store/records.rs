@@ -78,6 +78,8 @@ pub struct ToolCallRecord {
     pub outcome: ToolOutcome,
     /// Stopped mid-execution: its effect is unknown.
     pub cut_off: bool,
+    /// Held for approval: how long it waited for the person (ms); `None` if never held.
+    pub waited_ms: Option<i64>,
 }
 
 /// What a prune removed.

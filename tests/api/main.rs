@@ -30,3 +30,4 @@ mod store_runs;
 mod tools;
 mod transfer;
 mod ui;
+mod waited;
