@@ -20,10 +20,15 @@
 //!   [`Metrics::follower_started`], [`Metrics::follower_stopped`] and
 //!   [`Metrics::retention_removed`].
 //!
+//! - `runs_total{namespace, status}`, `run_duration_seconds{namespace}`,
+//!   `tool_calls_total{namespace, tool, outcome}`: see [`runs`]; fed through
+//!   [`Metrics::run_started`], [`Metrics::run_ended`] and [`Metrics::tool_call`].
+//!
 //! Recording is a hash lookup under a read lock and a short mutex: well under a microsecond,
 //! against an append's ~100 µs (see BENCHMARKS.md for the measured cost).
 
 pub mod endpoint;
+mod runs;
 pub mod token;
 
 use std::sync::{Arc, Mutex};
@@ -108,6 +113,7 @@ struct Inner {
     streams_open: Gauge,
     followers: Gauge,
     retention_removed: Counter,
+    runs: runs::RunMetrics,
     /// The bearer token `/metrics` requires; `None`: open (see `metrics::token`).
     token: Option<TokenSet>,
 }
@@ -191,6 +197,7 @@ impl Metrics {
             "Run events removed by retention",
             retention_removed.clone(),
         );
+        let runs = runs::RunMetrics::register(&mut registry);
         if let Some(sizes) = sizes {
             registry.register_collector(Box::new(SizesCollector(sizes)));
         }
@@ -206,6 +213,7 @@ impl Metrics {
                 streams_open,
                 followers,
                 retention_removed,
+                runs,
                 token,
             }),
         }
@@ -257,6 +265,21 @@ impl Metrics {
             .tool_calls
             .get_or_create(&labels)
             .observe(latency.as_secs_f64());
+        self.inner.runs.tool_call(ns, tool, outcome);
+    }
+
+    /// The bridge recorded the start of run `run_id` (its `request` event).
+    pub fn run_started(&self, ns: &str, run_id: &str) {
+        self.inner
+            .runs
+            .started(ns, run_id, std::time::Instant::now());
+    }
+
+    /// The bridge recorded the end of run `run_id` with `status` (`finished`, `error`, ...).
+    pub fn run_ended(&self, ns: &str, run_id: &str, status: &str) {
+        self.inner
+            .runs
+            .ended(ns, run_id, status, std::time::Instant::now());
     }
 
     /// A run event stream (SSE) was opened. Pair with [`stream_closed`](Self::stream_closed),
@@ -540,6 +563,30 @@ mod tests {
             text.contains("callbackd_namespace_stored_bytes{namespace=\"b\"} 10\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn runs_are_counted_by_status_with_their_duration_and_tool_calls_by_outcome() {
+        let m = Metrics::default();
+        m.run_started("a", "r1");
+        m.run_started("a", "r2");
+        m.run_ended("a", "r1", "finished");
+        m.run_ended("a", "r2", "error");
+        // A run whose start this daemon never saw (it restarted): counted, no duration.
+        m.run_ended("a", "r3", "finished");
+        m.tool_call("a", "echo", "ok", Duration::from_millis(3));
+        m.tool_call("a", "echo", "ok", Duration::from_millis(3));
+        m.tool_call("a", "echo", "failed", Duration::from_millis(3));
+        let text = m.encode();
+        for line in [
+            "callbackd_runs_total{namespace=\"a\",status=\"finished\"} 2\n",
+            "callbackd_runs_total{namespace=\"a\",status=\"error\"} 1\n",
+            "callbackd_run_duration_seconds_count{namespace=\"a\"} 2\n",
+            "callbackd_tool_calls_total{namespace=\"a\",tool=\"echo\",outcome=\"ok\"} 2\n",
+            "callbackd_tool_calls_total{namespace=\"a\",tool=\"echo\",outcome=\"failed\"} 1\n",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The daemon's default-level log of runs: one line when a run starts (the bridge stores its
 //! `request` event) and one when it ends (its terminal `status` event), read from the
-//! `runEvents.append` calls that the store committed. Every other store call is a `debug`
+//! `runEvents.append` calls that the store committed (and the run metrics: runs by status and
+//! their durations). Every other store call is a `debug`
 //! line of its own (see `store.rs`).
 
 use serde_json::Value;
@@ -45,7 +46,12 @@ impl Lifecycle {
         }
     }
 
-    pub(super) fn log(&self, ns: &Namespace) {
+    /// Logs it and feeds the run metrics.
+    pub(super) fn record(&self, ns: &Namespace, metrics: &crate::metrics::Metrics) {
+        match self {
+            Lifecycle::Started { run_id } => metrics.run_started(ns.as_str(), run_id),
+            Lifecycle::Ended { run_id, status } => metrics.run_ended(ns.as_str(), run_id, status),
+        }
         match self {
             Lifecycle::Started { run_id } => {
                 tracing::info!(target: "callbackd::runs", namespace = ns.as_str(), run_id, "run started");

@@ -115,7 +115,7 @@ async fn handle(
             Ok(output) => {
                 quotas.done(admitted);
                 if let Some(lifecycle) = lifecycle {
-                    lifecycle.log(ns);
+                    lifecycle.record(ns, &state.metrics);
                 }
                 Ok(output)
             }
