@@ -188,6 +188,8 @@ pub enum Control {
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QuestionView {
     pub id: String,
+    /// The `ask_user` call it holds: its `tool_started` row waits for this answer.
+    pub tool_call_id: Option<String>,
     pub text: String,
     pub options: Vec<String>,
     pub expires_at: String,
