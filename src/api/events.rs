@@ -57,6 +57,13 @@ pub enum Durable {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
+    /// The agent's plan (the built-in `update_plan` tool's call): every item, replacing the
+    /// previous plan. It stands for that call's `tool_started`.
+    Plan {
+        tool_call_id: String,
+        #[schemars(with = "Vec<super::schema::PlanItem>")]
+        items: Vec<Value>,
+    },
     ToolCompleted {
         tool_call_id: String,
         tool: String,
@@ -357,6 +364,16 @@ impl RunMapper {
         let status = message.get("status").and_then(Value::as_str).unwrap_or("");
         if status == "running" {
             self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            if tool == crate::tools::builtin::update_plan::NAME {
+                if let Ok(items) =
+                    crate::tools::builtin::update_plan::items(&tool_arguments(message))
+                {
+                    return Durable::Plan {
+                        tool_call_id: call_id,
+                        items: items.clone(),
+                    };
+                }
+            }
             let (arguments, truncated) = capped(tool_arguments(message));
             return Durable::ToolStarted {
                 tool_call_id: call_id,

@@ -130,3 +130,26 @@ def test_a_session_is_renamed_found_deleted_and_gone_from_the_bridge(setup_env, 
     assert runs["runs"] == [], runs
     # Nothing of them is left in the store (the bridge's own agent list reads it).
     assert not {used, idle} & bridge_lists()
+
+
+def test_update_plan_shows_a_plan(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    items = [{"title": "Read the invoice", "status": "completed"},
+             {"title": "Refund order 42", "status": "in_progress"},
+             {"title": "Tell the customer", "status": "pending"}]
+    s.backend.post_script({"steps": [{"text": "Planning."}, {"tool": "update_plan", "args": {"items": items}},
+                                     {"textFromLastTool": "Plan said: "}]})
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "make a plan"})
+    live = read_all(r)
+    c.close()
+    events = [d for kind, _, d, _ in live if kind == "event"]
+    plan = next(d for d in events if d["type"] == "plan")
+    assert plan["items"] == items, plan
+    done = next(d for d in events if d["type"] == "tool_completed")
+    assert done["tool"] == "update_plan" and done["outcome"] == "ok" and done["tool_call_id"] == plan["tool_call_id"], done
+    assert events[-1]["type"] == "completed" and events[-1]["output"] == 'Plan said: {"items":3,"updated":true}', events[-1]
+    c, r = s.api.open("GET", f"/v1/runs/{plan['run_id']}/stream?after=0")
+    replay = read_all(r)
+    c.close()
+    assert durable(replay) == durable(live)

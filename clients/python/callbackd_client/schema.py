@@ -94,6 +94,12 @@ class NewSession(TypedDict):
     tools: NotRequired[Optional[list[str]]]
 
 
+class PlanItem(TypedDict):
+    """An item of a `plan` event."""
+    status: str
+    title: str
+
+
 class Problem(TypedDict):
     """A problem document. Also the `problem` of an `error` stream event."""
     code: ProblemCode
@@ -109,6 +115,7 @@ class QuestionView(TypedDict):
     id: str
     options: list[str]
     text: str
+    tool_call_id: NotRequired[Optional[str]]
 
 
 class Retry(TypedDict):
@@ -232,6 +239,17 @@ class ToolStartedEvent(TypedDict):
     type: Literal["tool_started"]
 
 
+class PlanEvent(TypedDict):
+    """The agent's plan (the built-in `update_plan` tool's call): every item, replacing the
+previous plan. It stands for that call's `tool_started`."""
+    at: str
+    items: list[PlanItem]
+    run_id: str
+    seq: int
+    tool_call_id: str
+    type: Literal["plan"]
+
+
 class ToolCompletedEvent(TypedDict):
     at: str
     duration_ms: NotRequired[Optional[int]]
@@ -243,6 +261,7 @@ class ToolCompletedEvent(TypedDict):
     tool_call_id: str
     truncated: NotRequired[bool]
     type: Literal["tool_completed"]
+    waited_ms: NotRequired[Optional[int]]
 
 
 class ToolOutcomeUnknownEvent(TypedDict):
@@ -412,6 +431,7 @@ class ToolCallView(TypedDict):
     started_at: str
     tool: str
     tool_call_id: NotRequired[Optional[str]]
+    waited_ms: NotRequired[Optional[int]]
 
 
 class Usage(TypedDict):
@@ -455,6 +475,7 @@ StreamEvent = Union[
     StepEvent,
     MessageSnapshotEvent,
     ToolStartedEvent,
+    PlanEvent,
     ToolCompletedEvent,
     ToolOutcomeUnknownEvent,
     TaskEvent,

@@ -443,6 +443,12 @@ export interface components {
             /** @description Registry tools to declare; default every enabled tool. */
             tools?: string[] | null;
         };
+        /** @description An item of a `plan` event. */
+        PlanItem: {
+            /** @description `pending`, `in_progress` or `completed`. */
+            status: string;
+            title: string;
+        };
         /** @description A problem document. Also the `problem` of an `error` stream event. */
         Problem: {
             code: components["schemas"]["ProblemCode"];
@@ -460,6 +466,8 @@ export interface components {
             id: string;
             options: string[];
             text: string;
+            /** @description The `ask_user` call it holds: its `tool_started` row waits for this answer. */
+            tool_call_id?: string | null;
         };
         /** @description `POST /v1/runs/{run_id}/retry` body. */
         Retry: {
@@ -619,6 +627,16 @@ export interface components {
         } | {
             /** Format: date-time */
             at: string;
+            items: components["schemas"]["PlanItem"][];
+            run_id: string;
+            /** @description the durable seq (for token and control events: the last one sent) */
+            seq: number;
+            tool_call_id: string;
+            /** @constant */
+            type: "plan";
+        } | {
+            /** Format: date-time */
+            at: string;
             /** Format: int64 */
             duration_ms?: number | null;
             outcome: string;
@@ -636,6 +654,11 @@ export interface components {
             truncated?: boolean;
             /** @constant */
             type: "tool_completed";
+            /**
+             * Format: int64
+             * @description A call held for approval: the wait for the person (not in `duration_ms`).
+             */
+            waited_ms?: number | null;
         } | {
             /** Format: date-time */
             at: string;
@@ -827,6 +850,11 @@ export interface components {
             started_at: string;
             tool: string;
             tool_call_id?: string | null;
+            /**
+             * Format: int64
+             * @description Held for approval: the wait for the person, not counted in `duration_ms`.
+             */
+            waited_ms?: number | null;
         };
         /** @description Token counts of a run (the bridge's `usage`; more counts may appear). */
         Usage: {
