@@ -571,6 +571,35 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
                 shot("narrow.png")
         b("viewport", width=1000, height=780)
 
+        # update_plan: the run shows the plan as a checklist.
+        backend.post_script({"steps": [{"text": "Planning."}, {"tool": "update_plan", "args": {"items": [
+            {"title": "Read the invoice", "status": "completed"}, {"title": "Refund order 42", "status": "in_progress"},
+            {"title": "Tell the customer", "status": "pending"}]}}, {"text": "Planned."}]})
+        status, body = call("POST", f"/v1/sessions/{sids[1]}/messages", {"text": "make a plan"})
+        assert status == 200
+        plan_run = json.loads(next(l for l in body.decode().splitlines() if '"run_started"' in l)[len("data: "):])["run_id"]
+        b("goto", url=f"{base}/ui/#/runs/{plan_run}")
+        b("wait", selector=".transcript .plan ul.checklist li[data-status='in_progress']")
+        assert b("eval", js="() => [...document.querySelectorAll('.transcript .plan li')].map(li => li.dataset.status)") == [
+            "completed", "in_progress", "pending"]
+        # The prompt at the top; the call's arguments and result, pretty-printed; full dates on hover.
+        assert b("eval", js="() => document.querySelector('.transcript .start .prompt .text').textContent") == "make a plan"
+        b("wait", selector=".transcript .tool[data-outcome='ok'] details.result pre", state="attached")
+        shown = b("eval", js="""() => { const t = document.querySelector('.transcript .tool[data-outcome="ok"]');
+            return {args: t.querySelector('details.arguments pre').textContent, result: t.querySelector('details.result pre').textContent,
+                    open: t.querySelector('details.arguments').open} }""")
+        assert json.loads(shown["args"])["items"][1] == {"title": "Refund order 42", "status": "in_progress"}, shown
+        assert '\n  "items"' in shown["args"], "pretty-printed"
+        assert not shown["open"], "the plan's 16 lines of arguments start folded"
+        # The result as the bridge stored it (MCP content), the tool's answer inside.
+        result = json.loads(shown["result"])
+        assert result["status"] == "success" and json.loads(result["value"]["content"][0]["text"]["text"]) == {
+            "items": 3, "updated": True}, shown
+        assert b("eval", js="() => /20\\d\\d/.test(document.querySelector('.transcript .start time').title)")
+        shot("plan.png")
+        b("goto", url=f"{base}/ui/#/sessions/{sids[0]}")
+        b("wait", selector="#delete-session")
+
         # Delete, after a confirmation that can be declined.
         b("wait", selector="#delete-confirm", state="hidden")
         b("click", selector="#delete-session")
