@@ -21,8 +21,9 @@
 //!   [`Metrics::retention_removed`].
 //!
 //! - `runs_total{namespace, status}`, `run_duration_seconds{namespace}`,
-//!   `tool_calls_total{namespace, tool, outcome}`: see [`runs`]; fed through
-//!   [`Metrics::run_started`], [`Metrics::run_ended`] and [`Metrics::tool_call`].
+//!   `tool_calls_total{namespace, tool, outcome}`, `tokens_total{namespace, kind}`: see
+//!   [`runs`]; fed through [`Metrics::run_started`], [`Metrics::run_ended`],
+//!   [`Metrics::tokens`] and [`Metrics::tool_call`].
 //!
 //! Recording is a hash lookup under a read lock and a short mutex: well under a microsecond,
 //! against an append's ~100 µs (see BENCHMARKS.md for the measured cost).
@@ -273,6 +274,12 @@ impl Metrics {
         self.inner
             .runs
             .started(ns, run_id, std::time::Instant::now());
+    }
+
+    /// The bridge recorded `n` tokens of `kind` (`input`, `output`, `cache_read`,
+    /// `cache_write`) in a run's `usage` event.
+    pub fn tokens(&self, ns: &str, kind: &'static str, n: u64) {
+        self.inner.runs.tokens(ns, kind, n);
     }
 
     /// The bridge recorded the end of run `run_id` with `status` (`finished`, `error`, ...).

@@ -4,7 +4,9 @@
 //!   `error`);
 //! - `run_duration_seconds{namespace}`: from the run's start to its end, for runs whose start
 //!   this daemon saw (a run started before a restart has a count in `runs_total` only);
-//! - `tool_calls_total{namespace, tool, outcome}`: tool calls by outcome.
+//! - `tool_calls_total{namespace, tool, outcome}`: tool calls by outcome;
+//! - `tokens_total{namespace, kind}`: tokens of the runs' `usage` events (`input`, `output`,
+//!   `cache_read`, `cache_write`).
 //!
 //! Why a separate counter for tool calls when `tool_call_duration_seconds_count` holds the
 //! same number: dashboards and alerts ask "how many failed" far more often than "how slow",
@@ -47,10 +49,17 @@ struct ToolCountLabels {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    namespace: String,
+    kind: &'static str,
+}
+
 pub(super) struct RunMetrics {
     runs: Family<RunLabels, Counter>,
     durations: Family<NsLabels, Histogram, fn() -> Histogram>,
     tool_calls: Family<ToolCountLabels, Counter>,
+    tokens: Family<TokenLabels, Counter>,
     /// (namespace, run id) -> when its start was recorded.
     started: Mutex<HashMap<(String, String), Instant>>,
 }
@@ -77,10 +86,17 @@ impl RunMetrics {
             "Tool calls by namespace, tool and outcome",
             tool_calls.clone(),
         );
+        let tokens = Family::<TokenLabels, Counter>::default();
+        registry.register(
+            "tokens",
+            "Tokens the runs used, by namespace and kind (input, output, cache_read, cache_write)",
+            tokens.clone(),
+        );
         RunMetrics {
             runs,
             durations,
             tool_calls,
+            tokens,
             started: Mutex::new(HashMap::new()),
         }
     }
@@ -128,5 +144,14 @@ impl RunMetrics {
                 outcome,
             })
             .inc();
+    }
+
+    pub(super) fn tokens(&self, ns: &str, kind: &'static str, n: u64) {
+        self.tokens
+            .get_or_create(&TokenLabels {
+                namespace: ns.to_string(),
+                kind,
+            })
+            .inc_by(n);
     }
 }

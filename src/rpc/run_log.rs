@@ -10,8 +10,18 @@ use crate::store::{Namespace, StoreCall};
 
 /// A run's start or end, from the append that records it.
 pub(super) enum Lifecycle {
-    Started { run_id: String },
-    Ended { run_id: String, status: String },
+    Started {
+        run_id: String,
+    },
+    Ended {
+        run_id: String,
+        status: String,
+    },
+    /// The run's token usage (the bridge appends one `usage` event per run, before its end):
+    /// counted in the metrics, never logged.
+    Usage {
+        tokens: Vec<(&'static str, u64)>,
+    },
 }
 
 impl Lifecycle {
@@ -22,7 +32,10 @@ impl Lifecycle {
             return None;
         };
         let text = event.payload.as_ref();
-        if !text.contains("\"request\"") && !text.contains("\"status\"") {
+        if !text.contains("\"request\"")
+            && !text.contains("\"status\"")
+            && !text.contains("\"usage\"")
+        {
             return None;
         }
         let payload: Value = serde_json::from_str(text).ok()?;
@@ -42,6 +55,19 @@ impl Lifecycle {
                     }
                 })
             }
+            "usage" => {
+                let usage = message.get("usage")?;
+                let tokens = [
+                    ("input", "inputTokens"),
+                    ("output", "outputTokens"),
+                    ("cache_read", "cacheReadTokens"),
+                    ("cache_write", "cacheWriteTokens"),
+                ]
+                .into_iter()
+                .filter_map(|(kind, key)| Some((kind, usage.get(key)?.as_u64()?)))
+                .collect();
+                Some(Lifecycle::Usage { tokens })
+            }
             _ => None,
         }
     }
@@ -51,6 +77,11 @@ impl Lifecycle {
         match self {
             Lifecycle::Started { run_id } => metrics.run_started(ns.as_str(), run_id),
             Lifecycle::Ended { run_id, status } => metrics.run_ended(ns.as_str(), run_id, status),
+            Lifecycle::Usage { tokens } => {
+                for (kind, n) in tokens {
+                    metrics.tokens(ns.as_str(), kind, *n);
+                }
+            }
         }
         match self {
             Lifecycle::Started { run_id } => {
@@ -59,6 +90,7 @@ impl Lifecycle {
             Lifecycle::Ended { run_id, status } => {
                 tracing::info!(target: "callbackd::runs", namespace = ns.as_str(), run_id, status, "run ended");
             }
+            Lifecycle::Usage { .. } => {}
         }
     }
 }
