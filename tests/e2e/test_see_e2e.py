@@ -27,6 +27,15 @@ def test_a_default_level_log_of_a_three_turn_session_is_short(setup_env, tmp_pat
         assert r.status == 200
         assert types(read_all(r))[-1] == "completed"
         c.close()
+    # The same three runs in /metrics, from what the real bridge stored: by status, with their
+    # durations, tokens and tool calls.
+    c, r = s.api.open("GET", "/metrics")
+    metrics = r.read().decode()
+    c.close()
+    assert 'callbackd_runs_total{namespace="default",status="finished"} 3\n' in metrics, metrics
+    assert 'callbackd_run_duration_seconds_count{namespace="default"} 3\n' in metrics, metrics
+    assert 'callbackd_tool_calls_total{namespace="default",tool="echo",outcome="ok"} 2\n' in metrics, metrics
+    assert re.search(r'^callbackd_tokens_total\{namespace="default",kind="input"\} [1-9]', metrics, re.M), metrics
     s.stop()
     lines = daemon_lines(s.run.proc.stderr_text())
     session = lines[start:]
