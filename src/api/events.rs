@@ -57,11 +57,21 @@ pub enum Durable {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
     },
+    /// The agent's plan (the built-in `update_plan` tool's call): every item, replacing the
+    /// previous plan. It stands for that call's `tool_started`.
+    Plan {
+        tool_call_id: String,
+        #[schemars(with = "Vec<super::schema::PlanItem>")]
+        items: Vec<Value>,
+    },
     ToolCompleted {
         tool_call_id: String,
         tool: String,
         outcome: &'static str,
         duration_ms: Option<i64>,
+        /// A call held for approval: the wait for the person (not in `duration_ms`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_ms: Option<i64>,
         /// The call's result as the bridge stored it (`{status, value}`, JSON); over
         /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
         /// `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
@@ -185,6 +195,8 @@ pub enum Control {
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QuestionView {
     pub id: String,
+    /// The `ask_user` call it holds: its `tool_started` row waits for this answer.
+    pub tool_call_id: Option<String>,
     pub text: String,
     pub options: Vec<String>,
     pub expires_at: String,
@@ -352,6 +364,16 @@ impl RunMapper {
         let status = message.get("status").and_then(Value::as_str).unwrap_or("");
         if status == "running" {
             self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            if tool == crate::tools::builtin::update_plan::NAME {
+                if let Ok(items) =
+                    crate::tools::builtin::update_plan::items(&tool_arguments(message))
+                {
+                    return Durable::Plan {
+                        tool_call_id: call_id,
+                        items: items.clone(),
+                    };
+                }
+            }
             let (arguments, truncated) = capped(tool_arguments(message));
             return Durable::ToolStarted {
                 tool_call_id: call_id,
@@ -370,6 +392,12 @@ impl RunMapper {
             .rev()
             .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
             .and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
+        let waited_ms = self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
+            .and_then(|r| r.waited_ms);
         let started = self.tools.get(&call_id).map(|(_, t)| *t);
         let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
@@ -405,6 +433,7 @@ impl RunMapper {
                         tool,
                         outcome: r.outcome.as_str(),
                         duration_ms,
+                        waited_ms,
                         result,
                         truncated,
                     }
@@ -417,6 +446,7 @@ impl RunMapper {
             tool,
             outcome: if failed { "error" } else { "ok" },
             duration_ms,
+            waited_ms,
             result,
             truncated,
         }
@@ -491,97 +521,5 @@ pub fn run_problem(text: Option<&str>) -> Problem {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(seq: u64, message: &Value) -> StoredEvent {
-        StoredEvent {
-            seq,
-            created_at_ms: 1000 + seq as i64 * 10,
-            payload: json!({"schemaVersion": 1, "type": "sdk_message", "message": message.clone()}),
-        }
-    }
-
-    #[test]
-    fn a_tool_turn_maps_to_the_spec_types() {
-        let run = json!({"agentId": "a1", "model": {"id": "composer-2"}});
-        let mut m = RunMapper::new(&run, vec![]);
-        let events = [
-            json!({"type": "request"}),
-            json!({"type": "status", "status": "RUNNING"}),
-            json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}}),
-            json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "echo"}}),
-            json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "completed", "args": {"toolName": "echo"}, "result": {"status": "success"}}),
-            json!({"type": "usage", "usage": {"totalTokens": 3}}),
-            json!({"type": "status", "status": "FINISHED"}),
-        ];
-        let out: Vec<Durable> = events
-            .into_iter()
-            .enumerate()
-            .map(|(i, e)| m.map(&ev(i as u64 + 1, &e)))
-            .collect();
-        let json = event_json(&out[0], 1, "r1", 0);
-        assert!(
-            json.starts_with(r#"{"type":"run_started","seq":1,"run_id":"r1","at":"1970-"#),
-            "{json}"
-        );
-        assert!(
-            json.contains(r#""agent":{"id":"a1","model":"composer-2"}"#),
-            "{json}"
-        );
-        assert_eq!(
-            out[4],
-            Durable::ToolCompleted {
-                tool_call_id: "c1".into(),
-                tool: "echo".into(),
-                outcome: "ok",
-                duration_ms: Some(10),
-                result: json!({"status": "success"}),
-                truncated: false,
-            }
-        );
-        match &out[6] {
-            Durable::Completed {
-                status,
-                output,
-                usage,
-            } => {
-                assert_eq!(status, "finished");
-                assert_eq!(output.as_deref(), Some("hi"));
-                assert_eq!(usage["totalTokens"], 3);
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn tool_values_over_64_kib_are_cut_and_marked() {
-        let mut m = RunMapper::new(&json!({"agentId": "a1"}), vec![]);
-        let big = "é".repeat(40_000);
-        let started = m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "echo", "args": {"text": big}}})));
-        let Durable::ToolStarted {
-            arguments,
-            truncated,
-            ..
-        } = started
-        else {
-            panic!("{started:?}")
-        };
-        assert!(truncated);
-        let cut = arguments.as_str().unwrap();
-        assert!(cut.len() <= FULL_VALUE_BYTES && cut.len() > FULL_VALUE_BYTES - 4);
-        assert!(cut.starts_with(r#"{"text":"éé"#), "{}", &cut[..20]);
-        let small = m.map(&ev(2, &json!({"type": "tool_call", "call_id": "c2", "name": "read", "status": "running", "args": {"path": "a"}})));
-        assert!(
-            matches!(small, Durable::ToolStarted { arguments, truncated: false, .. } if arguments == json!({"path": "a"}))
-        );
-    }
-
-    #[test]
-    fn a_failed_run_carries_the_bridge_text_and_its_code() {
-        let p = run_problem(Some("[resource_exhausted] fake backend: rate limited"));
-        assert_eq!(p.code, ProblemCode::ResourceExhausted);
-        assert_eq!(p.detail, "[resource_exhausted] fake backend: rate limited");
-        assert_eq!(run_problem(Some("boom")).code, ProblemCode::Internal);
-    }
-}
+#[path = "events_tests.rs"]
+mod tests;

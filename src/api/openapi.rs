@@ -4,6 +4,13 @@
 
 use axum::response::Response;
 use axum::routing::{get, post, MethodRouter};
+
+/// `GET`, `PATCH` and `DELETE` of one session (one handler for the three route entries).
+fn one_session() -> MethodRouter<ApiState> {
+    get(sessions::get_one)
+        .patch(super::session_admin::patch)
+        .delete(super::session_admin::delete)
+}
 use http::StatusCode;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
@@ -21,6 +28,8 @@ pub enum Answer {
     /// `text/event-stream` of `StreamEvent`s (or 204).
     Stream,
     Accepted,
+    /// `204` with no body.
+    NoContent(&'static str),
 }
 
 /// One route: the router registers it, the document describes it.
@@ -52,7 +61,7 @@ pub const ROUTES: &[Route] = &[
         answer: Answer::Json(201, schema::<Created>),
         needs_bridge: true,
         write: true,
-        handler: || post(sessions::create).get(sessions::list),
+        handler: || post(sessions::create).get(super::find::sessions),
     },
     Route {
         method: "get",
@@ -63,7 +72,7 @@ pub const ROUTES: &[Route] = &[
         answer: Answer::Json(200, schema::<SessionPage>),
         needs_bridge: false,
         write: false,
-        handler: || post(sessions::create).get(sessions::list),
+        handler: || post(sessions::create).get(super::find::sessions),
     },
     Route {
         method: "get",
@@ -74,7 +83,52 @@ pub const ROUTES: &[Route] = &[
         answer: Answer::Json(200, schema::<Session>),
         needs_bridge: false,
         write: false,
-        handler: || get(sessions::get_one),
+        handler: one_session,
+    },
+    Route {
+        method: "patch",
+        path: "/v1/sessions/{session_id}",
+        operation_id: "renameSession",
+        summary: "Name a session (`{name}`, 1-200 characters)",
+        request: Some(schema::<super::session_admin::SessionPatch>),
+        answer: Answer::Json(200, schema::<Session>),
+        needs_bridge: false,
+        write: true,
+        handler: one_session,
+    },
+    Route {
+        method: "delete",
+        path: "/v1/sessions/{session_id}",
+        operation_id: "deleteSession",
+        summary:
+            "Delete a session and everything of it, on the bridge too (409 while a run is active)",
+        request: None,
+        answer: Answer::NoContent("Deleted"),
+        needs_bridge: false,
+        write: true,
+        handler: one_session,
+    },
+    Route {
+        method: "get",
+        path: "/v1/runs",
+        operation_id: "listRuns",
+        summary: "Runs of every session, newest first, by status, session, time and text",
+        request: None,
+        answer: Answer::Json(200, schema::<RunPage>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(super::find::runs),
+    },
+    Route {
+        method: "get",
+        path: "/v1/usage",
+        operation_id: "getUsage",
+        summary: "Token totals and runs by status, per UTC day or per session",
+        request: None,
+        answer: Answer::Json(200, schema::<super::find::Usage>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(super::find::usage),
     },
     Route {
         method: "post",
@@ -355,6 +409,7 @@ pub fn document() -> Value {
                     || (r.method == "get" && r.path.ends_with("s") && !r.path.ends_with("approvals")))
                     .then(|| json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}})),
             )
+            .chain(filters(r))
             .chain((r.method == "get" && r.path.ends_with("approvals")).then(|| {
                 json!({"name": "state", "in": "query", "schema": {"enum":
                     ["pending", "approved", "denied", "expired", "cancelled", "all"]}})
@@ -399,6 +454,9 @@ pub fn document() -> Value {
                     "202".into(),
                     json!({"description": "Cancellation requested"}),
                 );
+            }
+            Answer::NoContent(what) => {
+                responses.insert("204".into(), json!({"description": what}));
             }
         }
         responses.insert("400".into(), problem_response(&problem, "invalid_argument"));
@@ -494,6 +552,44 @@ pub fn document() -> Value {
     })
 }
 
+/// The search filters of the lists and of `/v1/usage` (`api::find`).
+fn filters(r: &Route) -> Vec<Value> {
+    let status = |allowed: &[&str]| {
+        json!({"name": "status", "in": "query", "schema": {"type": "string"},
+            "description": format!("one or several (comma-separated) of {}", allowed.join(", "))})
+    };
+    let time = |name: &str, what: &str| {
+        json!({"name": name, "in": "query", "schema": {"type": "string"},
+            "description": format!("{what}: RFC 3339 (2026-12-01T08:00:00Z) or a date (midnight UTC)")})
+    };
+    let q = |what: &str| {
+        json!({"name": "q", "in": "query", "schema": {"type": "string"},
+            "description": format!("case-insensitive substring of {what}")})
+    };
+    match (r.method, r.path) {
+        ("get", "/v1/sessions") => vec![
+            q("the session's name or id"),
+            status(&super::find::SESSION_STATUSES),
+        ],
+        ("get", "/v1/runs") => vec![
+            q("the run's input, its output or its session's name"),
+            status(&super::find::RUN_STATUSES),
+            json!({"name": "session_id", "in": "query", "schema": {"type": "string"}}),
+            time("since", "runs created at or after"),
+            time("until", "runs created before"),
+        ],
+        ("get", "/v1/usage") => vec![
+            json!({"name": "group_by", "in": "query", "schema": {"enum": ["day", "session"]}}),
+            time(
+                "since",
+                "runs created at or after (default: 30 days before until)",
+            ),
+            time("until", "runs created before (default: now)"),
+        ],
+        _ => vec![],
+    }
+}
+
 /// What a `409 failed_precondition` of route `r` means, if it can answer one.
 fn conflict(r: &Route) -> Option<&'static str> {
     match (r.method, r.path) {
@@ -502,6 +598,9 @@ fn conflict(r: &Route) -> Option<&'static str> {
         }
         ("post", "/v1/sessions/{session_id}/messages") => {
             Some("failed_precondition: the session has an active run")
+        }
+        ("delete", "/v1/sessions/{session_id}") => {
+            Some("failed_precondition: the session has a run in progress")
         }
         ("post", "/v1/approvals/{approval_id}") => {
             Some("failed_precondition: the approval was already decided or expired")

@@ -30,6 +30,9 @@ pub struct ToolCallView {
     /// running, or finished after, when its run ended: the bridge dropped its answer).
     pub outcome: &'static str,
     pub duration_ms: Option<i64>,
+    /// Held for approval: the wait for the person, not counted in `duration_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<i64>,
     pub cut_off: bool,
 }
 
@@ -73,6 +76,7 @@ fn view(r: &ToolCallRecord, run_doc: &Value) -> ToolCallView {
             r.outcome.as_str()
         },
         duration_ms: r.ended_at_ms.map(|e| e - r.started_at_ms),
+        waited_ms: r.waited_ms,
         cut_off: r.cut_off,
     }
 }

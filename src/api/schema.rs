@@ -29,6 +29,15 @@ pub struct AgentRef {
     pub model: Option<String>,
 }
 
+/// An item of a `plan` event.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+pub struct PlanItem {
+    pub title: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
+
 /// A run's status.
 #[derive(JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -362,6 +362,7 @@ fn required_control(approval: crate::approvals::ApprovalView) -> Control {
                     })
                     .unwrap_or_default(),
                 id: approval.id,
+                tool_call_id: approval.tool_call_id,
                 expires_at: approval.expires_at,
             },
         };

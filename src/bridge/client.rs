@@ -1,5 +1,5 @@
 //! [`BridgeClient`]: the bridge the run API drives for its writes (`CreateAgent`,
-//! `ResumeAgent`, `Send`, `CancelRun`), as a Connect client.
+//! `ResumeAgent`, `Send`, `CancelRun`, `CloseAgent`, `DeleteAgent`), as a Connect client.
 
 use serde_json::{json, Value};
 
@@ -162,6 +162,33 @@ impl BridgeClient {
             .unary(
                 &format!("{SERVICE}CancelRun"),
                 &json!({"runId": run_id, "agentId": agent_id}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// `CloseAgent`: the bridge disposes of the agent and forgets it (a later `Send` to it
+    /// is `not_found` "Unknown agent"). The stored agent stays.
+    pub async fn close_agent(&self, agent_id: &str) -> Result<(), ClientError> {
+        self.client
+            .unary(
+                &format!("{SERVICE}CloseAgent"),
+                &json!({"agentId": agent_id}),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// `DeleteAgent`: the SDK deletes the agent's runs, their events, its checkpoints and
+    /// the agent from the store (callbackd's, through the store callback). It refuses an
+    /// agent whose active run is not terminal, and it does NOT drop the agent from the
+    /// bridge's registry (cursor-sdk 1.1.0; a `Send` then fails `internal` "Agent … not
+    /// found"): [`close_agent`](Self::close_agent) does that.
+    pub async fn delete_agent(&self, agent_id: &str, cwd: &str) -> Result<(), ClientError> {
+        self.client
+            .unary(
+                &format!("{SERVICE}DeleteAgent"),
+                &json!({"agentId": agent_id, "options": {"cwd": cwd, "apiKey": self.api_key}}),
             )
             .await
             .map(drop)

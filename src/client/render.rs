@@ -86,6 +86,34 @@ pub fn usage(u: &Value) -> String {
         .join(", ")
 }
 
+/// Characters of a prompt, tool arguments or result a line shows before it folds the rest.
+const FOLD_CHARS: usize = 200;
+
+/// `text` on one line, its first [`FOLD_CHARS`] characters and how many more there are.
+fn folded(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= FOLD_CHARS {
+        return one_line(text);
+    }
+    let head: String = text.chars().take(FOLD_CHARS).collect();
+    format!("{}… (+{} characters)", one_line(&head), n - FOLD_CHARS)
+}
+
+/// ` args {...}`: a JSON field of the event, compact and folded; nothing when absent.
+fn json_field(ev: &Value, key: &str, label: &str) -> String {
+    match ev.get(key) {
+        None | Some(Value::Null) => String::new(),
+        Some(v) => {
+            let cut = if ev.get("truncated").and_then(Value::as_bool) == Some(true) {
+                " (cut at 64 KiB)"
+            } else {
+                ""
+            };
+            format!(" {label} {}{cut}", folded(&v.to_string()))
+        }
+    }
+}
+
 /// `12 ms`, `4.02 s`.
 fn duration(ms: u64) -> String {
     if ms < 1000 {
@@ -109,11 +137,15 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
             "started".to_string(),
             CYAN,
             format!(
-                "session {}, model {}",
+                "session {}, model {}{}",
                 s(ev, "session_id"),
                 ev.pointer("/agent/model")
                     .and_then(Value::as_str)
-                    .unwrap_or("default")
+                    .unwrap_or("default"),
+                ev.pointer("/input/text")
+                    .and_then(Value::as_str)
+                    .map(|t| format!(": {}", folded(t)))
+                    .unwrap_or_default()
             ),
         ),
         "step" => {
@@ -131,7 +163,12 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
         "tool_started" => (
             "tool".into(),
             CYAN,
-            format!("{} started ({})", s(ev, "tool"), s(ev, "tool_call_id")),
+            format!(
+                "{} started ({}){}",
+                s(ev, "tool"),
+                s(ev, "tool_call_id"),
+                json_field(ev, "arguments", "args")
+            ),
         ),
         "tool_completed" => {
             let outcome = s(ev, "outcome");
@@ -140,13 +177,37 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
                 "tool".into(),
                 if outcome == "ok" { GREEN } else { RED },
                 format!(
-                    "{} {outcome}{} ({})",
+                    "{} {outcome}{}{} ({}){}",
                     s(ev, "tool"),
                     ms.map(|m| format!(" in {}", duration(m)))
                         .unwrap_or_default(),
-                    s(ev, "tool_call_id")
+                    ev.get("waited_ms")
+                        .and_then(Value::as_u64)
+                        .map(|m| format!(" after {} waiting for a person", duration(m)))
+                        .unwrap_or_default(),
+                    s(ev, "tool_call_id"),
+                    json_field(ev, "result", "->")
                 ),
             )
+        }
+        "plan" => {
+            let items = ev
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let list: Vec<String> = items
+                .iter()
+                .map(|i| {
+                    let mark = match s(i, "status") {
+                        "completed" => "[x]",
+                        "in_progress" => "[>]",
+                        _ => "[ ]",
+                    };
+                    format!("{mark} {}", one_line(s(i, "title")))
+                })
+                .collect();
+            ("plan".into(), CYAN, list.join("  "))
         }
         "tool_outcome_unknown" => (
             "tool".into(),
@@ -339,6 +400,18 @@ mod tests {
                 "   #5 10:11:12 tool       echo ok in 12 ms (t1)",
             ),
             (
+                json!({"type":"run_started","seq":1,"at":at,"session_id":"s1","agent":{"id":"s1"},"input":{"text":"refund\norder 42"}}),
+                "   #1 10:11:12 started    session s1, model default: refund\\norder 42",
+            ),
+            (
+                json!({"type":"tool_started","seq":4,"at":at,"tool_call_id":"t1","tool":"echo","arguments":{"x":1}}),
+                r#"   #4 10:11:12 tool       echo started (t1) args {"x":1}"#,
+            ),
+            (
+                json!({"type":"plan","seq":5,"at":at,"tool_call_id":"t3","items":[{"title":"read","status":"completed"},{"title":"refund","status":"in_progress"},{"title":"tell","status":"pending"}]}),
+                "   #5 10:11:12 plan       [x] read  [>] refund  [ ] tell",
+            ),
+            (
                 json!({"type":"tool_outcome_unknown","seq":6,"at":at,"tool_call_id":"t2","tool":"sh","reason":"timed out"}),
                 "   #6 10:11:12 tool       sh outcome unknown: timed out (t2)",
             ),
@@ -369,6 +442,15 @@ mod tests {
         for (ev, want) in cases {
             assert_eq!(line(&ev, PLAIN).as_deref(), Some(want), "{ev}");
         }
+        // A long result is folded; a held call says how long it waited for a person.
+        let ev = json!({"type":"tool_completed","seq":5,"at":at,"tool_call_id":"t1","tool":"echo","outcome":"ok","duration_ms":12,"waited_ms":3000,"result":"y".repeat(250),"truncated":true});
+        assert_eq!(
+            line(&ev, PLAIN).unwrap(),
+            format!(
+                r#"   #5 10:11:12 tool       echo ok in 12 ms after 3.00 s waiting for a person (t1) -> "{}… (+52 characters) (cut at 64 KiB)"#,
+                "y".repeat(199)
+            )
+        );
         assert_eq!(
             line(&json!({"type":"token","seq":3,"text":"x","delta":1}), PLAIN),
             None

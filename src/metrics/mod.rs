@@ -24,10 +24,16 @@
 //!   or refusing them); fed by `telemetry::traces` ([`Metrics::spans_exported`],
 //!   [`Metrics::spans_dropped`]).
 //!
+//! - `runs_total{namespace, status}`, `run_duration_seconds{namespace}`,
+//!   `tool_calls_total{namespace, tool, outcome}`, `tokens_total{namespace, kind}`: see
+//!   [`runs`]; fed through [`Metrics::run_started`], [`Metrics::run_ended`],
+//!   [`Metrics::tokens`] and [`Metrics::tool_call`].
+//!
 //! Recording is a hash lookup under a read lock and a short mutex: well under a microsecond,
 //! against an append's ~100 µs (see BENCHMARKS.md for the measured cost).
 
 pub mod endpoint;
+mod runs;
 pub mod token;
 
 use std::sync::{Arc, Mutex};
@@ -114,6 +120,7 @@ struct Inner {
     retention_removed: Counter,
     spans_exported: Counter,
     spans_dropped: Counter,
+    runs: runs::RunMetrics,
     /// The bearer token `/metrics` requires; `None`: open (see `metrics::token`).
     token: Option<TokenSet>,
 }
@@ -209,6 +216,7 @@ impl Metrics {
             "OpenTelemetry spans of runs dropped: export queue full, collector unreachable or refusing",
             spans_dropped.clone(),
         );
+        let runs = runs::RunMetrics::register(&mut registry);
         if let Some(sizes) = sizes {
             registry.register_collector(Box::new(SizesCollector(sizes)));
         }
@@ -226,6 +234,7 @@ impl Metrics {
                 retention_removed,
                 spans_exported,
                 spans_dropped,
+                runs,
                 token,
             }),
         }
@@ -277,6 +286,27 @@ impl Metrics {
             .tool_calls
             .get_or_create(&labels)
             .observe(latency.as_secs_f64());
+        self.inner.runs.tool_call(ns, tool, outcome);
+    }
+
+    /// The bridge recorded the start of run `run_id` (its `request` event).
+    pub fn run_started(&self, ns: &str, run_id: &str) {
+        self.inner
+            .runs
+            .started(ns, run_id, std::time::Instant::now());
+    }
+
+    /// The bridge recorded `n` tokens of `kind` (`input`, `output`, `cache_read`,
+    /// `cache_write`) in a run's `usage` event.
+    pub fn tokens(&self, ns: &str, kind: &'static str, n: u64) {
+        self.inner.runs.tokens(ns, kind, n);
+    }
+
+    /// The bridge recorded the end of run `run_id` with `status` (`finished`, `error`, ...).
+    pub fn run_ended(&self, ns: &str, run_id: &str, status: &str) {
+        self.inner
+            .runs
+            .ended(ns, run_id, status, std::time::Instant::now());
     }
 
     /// A run event stream (SSE) was opened. Pair with [`stream_closed`](Self::stream_closed),
@@ -447,142 +477,4 @@ impl Collector for SizesCollector {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::Namespace;
-
-    fn line<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
-        text.lines().find(|l| l.starts_with(prefix))
-    }
-
-    #[test]
-    fn calls_are_counted_by_label_with_their_latency() {
-        let m = Metrics::default();
-        m.store_call(
-            "default",
-            "runEvents.append",
-            "ok",
-            Duration::from_micros(80),
-        );
-        m.store_call(
-            "default",
-            "runEvents.append",
-            "ok",
-            Duration::from_millis(3),
-        );
-        m.store_call(
-            "a",
-            "agents.get",
-            "invalid_argument",
-            Duration::from_micros(20),
-        );
-        m.tool_call("default", "echo", "ok", Duration::from_millis(2));
-        m.quota_refused("a", "max_agents");
-        let text = m.encode();
-        assert!(text.contains("# TYPE callbackd_store_call_duration_seconds histogram"));
-        assert_eq!(
-            line(
-                &text,
-                r#"callbackd_store_call_duration_seconds_count{namespace="default",call="runEvents.append",outcome="ok"}"#
-            ),
-            Some(
-                r#"callbackd_store_call_duration_seconds_count{namespace="default",call="runEvents.append",outcome="ok"} 2"#
-            )
-        );
-        // 80 µs falls in the 100 µs bucket, 3 ms does not.
-        assert!(text.contains(
-            r#"callbackd_store_call_duration_seconds_bucket{namespace="default",call="runEvents.append",outcome="ok",le="0.0001"} 1"#
-        ), "{text}");
-        assert!(text.contains(
-            r#"callbackd_store_call_duration_seconds_count{namespace="a",call="agents.get",outcome="invalid_argument"} 1"#
-        ));
-        assert!(
-            text.contains(r#"callbackd_quota_refusals_total{namespace="a",quota="max_agents"} 1"#),
-            "{text}"
-        );
-        assert!(text
-            .contains(r#"callbackd_tool_call_duration_seconds_count{namespace="default",tool="echo",outcome="ok"} 1"#));
-    }
-
-    #[tokio::test]
-    async fn appends_are_counted_even_past_the_notice_buffer() {
-        let (tx, rx) = broadcast::channel(4);
-        let m = Metrics::new(
-            rx,
-            || StoreSizes {
-                database_bytes: 4096,
-                wal_bytes: 0,
-            },
-            None,
-        );
-        let notice = |seq| {
-            StoreNotice::Appended(crate::store::EventAppended {
-                ns: Namespace::default(),
-                run_id: "r".into(),
-                seq,
-            })
-        };
-        for seq in 1..=10 {
-            tx.send(notice(seq)).unwrap();
-        }
-        let text = m.encode();
-        assert!(
-            text.contains("callbackd_events_appended_total 10\n"),
-            "{text}"
-        );
-        tx.send(notice(11)).unwrap();
-        assert!(m.encode().contains("callbackd_events_appended_total 11\n"));
-        assert!(
-            text.contains("callbackd_database_size_bytes 4096\n"),
-            "{text}"
-        );
-        assert!(text.contains("callbackd_wal_size_bytes 0\n"), "{text}");
-    }
-
-    #[test]
-    fn namespace_usage_is_a_gauge_per_namespace() {
-        let m = Metrics::default();
-        assert!(
-            !m.encode().contains("namespace_agents"),
-            "no series before a reading"
-        );
-        let usage = |ns: &str, agents, bytes| crate::store::records::NamespaceUsage {
-            namespace: ns.into(),
-            agents,
-            stored_bytes: bytes,
-            ..Default::default()
-        };
-        m.set_usage(vec![usage("a", 3, 4096), usage("b", 0, 10)]);
-        let text = m.encode();
-        assert!(
-            text.contains("# TYPE callbackd_namespace_agents gauge"),
-            "{text}"
-        );
-        assert!(
-            text.contains("callbackd_namespace_agents{namespace=\"a\"} 3\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("callbackd_namespace_stored_bytes{namespace=\"a\"} 4096\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("callbackd_namespace_stored_bytes{namespace=\"b\"} 10\n"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn stream_gauges_follow_the_guards() {
-        let m = Metrics::default();
-        let a = m.stream_guard();
-        let _b = m.stream_guard();
-        m.follower_started();
-        m.retention_removed(3);
-        drop(a);
-        let text = m.encode();
-        assert!(text.contains("callbackd_streams_open 1\n"), "{text}");
-        assert!(text.contains("callbackd_stream_followers 1\n"));
-        assert!(text.contains("callbackd_retention_removed_total 3\n"));
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
 //! The daemon's default-level log of runs: one line when a run starts (the bridge stores its
 //! `request` event) and one when it ends (its terminal `status` event), read from the
-//! `runEvents.append` calls that the store committed. Every other store call is a `debug`
+//! `runEvents.append` calls that the store committed (and the run metrics: runs by status and
+//! their durations). Every other store call is a `debug`
 //! line of its own (see `store.rs`).
 
 use serde_json::Value;
@@ -13,8 +14,18 @@ pub type RunEndedHook = std::sync::Arc<dyn Fn(&Namespace, &str) + Send + Sync>;
 
 /// A run's start or end, from the append that records it.
 pub(super) enum Lifecycle {
-    Started { run_id: String },
-    Ended { run_id: String, status: String },
+    Started {
+        run_id: String,
+    },
+    Ended {
+        run_id: String,
+        status: String,
+    },
+    /// The run's token usage (the bridge appends one `usage` event per run, before its end):
+    /// counted in the metrics, never logged.
+    Usage {
+        tokens: Vec<(&'static str, u64)>,
+    },
 }
 
 impl Lifecycle {
@@ -25,7 +36,10 @@ impl Lifecycle {
             return None;
         };
         let text = event.payload.as_ref();
-        if !text.contains("\"request\"") && !text.contains("\"status\"") {
+        if !text.contains("\"request\"")
+            && !text.contains("\"status\"")
+            && !text.contains("\"usage\"")
+        {
             return None;
         }
         let payload: Value = serde_json::from_str(text).ok()?;
@@ -45,6 +59,19 @@ impl Lifecycle {
                     }
                 })
             }
+            "usage" => {
+                let usage = message.get("usage")?;
+                let tokens = [
+                    ("input", "inputTokens"),
+                    ("output", "outputTokens"),
+                    ("cache_read", "cacheReadTokens"),
+                    ("cache_write", "cacheWriteTokens"),
+                ]
+                .into_iter()
+                .filter_map(|(kind, key)| Some((kind, usage.get(key)?.as_u64()?)))
+                .collect();
+                Some(Lifecycle::Usage { tokens })
+            }
             _ => None,
         }
     }
@@ -53,11 +80,21 @@ impl Lifecycle {
     pub(super) fn ended(&self) -> Option<&str> {
         match self {
             Lifecycle::Ended { run_id, .. } => Some(run_id),
-            Lifecycle::Started { .. } => None,
+            Lifecycle::Started { .. } | Lifecycle::Usage { .. } => None,
         }
     }
 
-    pub(super) fn log(&self, ns: &Namespace) {
+    /// Logs it and feeds the run metrics.
+    pub(super) fn record(&self, ns: &Namespace, metrics: &crate::metrics::Metrics) {
+        match self {
+            Lifecycle::Started { run_id } => metrics.run_started(ns.as_str(), run_id),
+            Lifecycle::Ended { run_id, status } => metrics.run_ended(ns.as_str(), run_id, status),
+            Lifecycle::Usage { tokens } => {
+                for (kind, n) in tokens {
+                    metrics.tokens(ns.as_str(), kind, *n);
+                }
+            }
+        }
         match self {
             Lifecycle::Started { run_id } => {
                 tracing::info!(target: "callbackd::runs", namespace = ns.as_str(), run_id, "run started");
@@ -65,6 +102,7 @@ impl Lifecycle {
             Lifecycle::Ended { run_id, status } => {
                 tracing::info!(target: "callbackd::runs", namespace = ns.as_str(), run_id, status, "run ended");
             }
+            Lifecycle::Usage { .. } => {}
         }
     }
 }

@@ -134,7 +134,7 @@ async fn handle(
             Ok(output) => {
                 quotas.done(admitted);
                 if let Some(lifecycle) = lifecycle {
-                    lifecycle.log(ns);
+                    lifecycle.record(ns, &state.metrics);
                     if let (Some(hook), Some(run_id)) = (&state.run_ended, lifecycle.ended()) {
                         hook(ns, run_id);
                     }

@@ -17,6 +17,7 @@ mod cursor;
 pub mod dump;
 mod error;
 pub mod event_doc;
+pub mod find;
 pub mod forks;
 pub mod json;
 pub mod page;

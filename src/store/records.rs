@@ -78,6 +78,8 @@ pub struct ToolCallRecord {
     pub outcome: ToolOutcome,
     /// Stopped mid-execution: its effect is unknown.
     pub cut_off: bool,
+    /// Held for approval: how long it waited for the person (ms); `None` if never held.
+    pub waited_ms: Option<i64>,
 }
 
 /// What a prune removed.
@@ -134,6 +136,20 @@ pub(crate) fn usage_sql(len: &dyn Fn(&str) -> String, filter: &str, cast: &str) 
 }
 
 pub trait RunRecords: Send + Sync + 'static {
+    /// A page of agent documents matching `q`, newest first (`{"items", "nextCursor"}`).
+    fn find_sessions(
+        &self,
+        ns: &Namespace,
+        q: crate::store::find::SessionQuery,
+    ) -> BoxFuture<'_, Result<String, StoreError>>;
+
+    /// A page of run documents matching `q`, newest first (`{"items", "nextCursor"}`).
+    fn find_runs(
+        &self,
+        ns: &Namespace,
+        q: crate::store::find::RunQuery,
+    ) -> BoxFuture<'_, Result<String, StoreError>>;
+
     /// What each namespace holds (only `ns`, when given); namespaces with no rows are left
     /// out. A scan of every row of the namespace: for commands, metrics and the quota gate's
     /// periodic refresh, never per call.

@@ -46,6 +46,10 @@ static ASSETS: &[Asset] = &[
     asset!("dom.js", JS),
     asset!("approvals.js", JS),
     asset!("questions.js", JS),
+    asset!("sessions.js", JS),
+    asset!("find.js", JS),
+    asset!("usage.js", JS),
+    asset!("see.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

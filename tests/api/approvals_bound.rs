@@ -393,6 +393,8 @@ async fn ask_user_shows_a_question_and_the_answer_through_resume_is_the_result()
     let question = q.data().unwrap()["question"].clone();
     assert_eq!(question["text"], "Deploy to prod?");
     assert_eq!(question["options"], json!(["yes", "no"]));
+    // The call it holds, so a console can show that call waiting for the answer.
+    assert_eq!(question["tool_call_id"], "toolu_1");
     let id = question["id"].as_str().unwrap().to_string();
     // A reconnecting stream shows it again.
     let mut again = s.app.stream("r1", None).await;

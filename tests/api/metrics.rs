@@ -185,3 +185,82 @@ async fn a_metrics_token_equal_to_a_bridge_token_is_a_startup_error() {
         "{err:#}"
     );
 }
+
+/// Runs are counted when the bridge stores their terminal status, by status, with the time
+/// from their start (the `request` event) to their end; tokens from their `usage` events.
+#[tokio::test]
+async fn runs_are_counted_by_status_from_the_events_the_bridge_stores() {
+    let app = TestApp::spawn_sqlite().await;
+    let append = |run: &'static str, message: serde_json::Value| {
+        let app = &app;
+        async move {
+            app.store_ok(
+                "runEvents",
+                "append",
+                json!({"runId": run, "eventType": "sdk_message",
+                       "payload": {"type": "sdk_message", "message": message}}),
+            )
+            .await;
+        }
+    };
+    for run in ["r1", "r2"] {
+        append(run, json!({"type": "request"})).await;
+        append(run, json!({"type": "status", "status": "RUNNING"})).await;
+    }
+    append(
+        "r1",
+        json!({"type": "usage", "usage": {"inputTokens": 20, "outputTokens": 7,
+               "cacheReadTokens": 0, "cacheWriteTokens": 3, "totalTokens": 30}}),
+    )
+    .await;
+    append(
+        "r2",
+        json!({"type": "usage", "usage": {"inputTokens": 5, "outputTokens": 1}}),
+    )
+    .await;
+    append("r1", json!({"type": "status", "status": "FINISHED"})).await;
+    append("r2", json!({"type": "status", "status": "ERROR"})).await;
+    let text = scrape(&app, None).await.text();
+    let count = |series: &str| sample(&text, series).unwrap_or_else(|| panic!("{series}\n{text}"));
+    assert_eq!(
+        count(r#"callbackd_runs_total{namespace="default",status="finished"}"#),
+        1.0
+    );
+    assert_eq!(
+        count(r#"callbackd_runs_total{namespace="default",status="error"}"#),
+        1.0
+    );
+    assert!(
+        !text.contains(r#"status="running""#),
+        "a running run is not an ended one\n{text}"
+    );
+    assert_eq!(
+        count(r#"callbackd_run_duration_seconds_count{namespace="default"}"#),
+        2.0
+    );
+    // Tokens by kind, summed over the runs' usage events (totalTokens is not a kind).
+    for (kind, n) in [
+        ("input", 25.0),
+        ("output", 8.0),
+        ("cache_read", 0.0),
+        ("cache_write", 3.0),
+    ] {
+        assert_eq!(
+            count(&format!(
+                r#"callbackd_tokens_total{{namespace="default",kind="{kind}"}}"#
+            )),
+            n
+        );
+    }
+    assert!(!text.contains("kind=\"total\""), "{text}");
+    assert_eq!(tool(&app, "echo").await.status, 200);
+    let text = scrape(&app, None).await.text();
+    assert_eq!(
+        sample(
+            &text,
+            r#"callbackd_tool_calls_total{namespace="default",tool="echo",outcome="ok"}"#
+        ),
+        Some(1.0),
+        "{text}"
+    );
+}

@@ -517,3 +517,171 @@ def approval_state(base: str) -> str:
     body = json.loads(conn.getresponse().read())
     conn.close()
     return body["approvals"][0]["state"]
+
+
+def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser_env, tmp_path, monkeypatch):
+    """Issue 21: the sessions search, a session renamed and deleted (after a confirmation),
+    the runs found across sessions, the usage page's chart; each page at 360 px too. With
+    CONSOLE_DOCS_DIR=docs the screenshots refresh docs/console-*.png."""
+    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
+    backend = h.FakeBackend(setup_env, tmp_path, "auto")
+    ws = tmp_path / "ws"
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    run, ready = start_run(setup_env, tmp_path, backend, ws, db, h.rand_token(), h.rand_token())
+    base = ready["url"].rstrip("/")
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    docs = os.environ.get("CONSOLE_DOCS_DIR")
+
+    def call(method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
+        u = urllib.parse.urlparse(base)
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        try:
+            c.request(method, path, json.dumps(body) if body is not None else None,
+                      {"Authorization": f"Bearer {API_TOKEN}", "Content-Type": "application/json"})
+            r = c.getresponse()
+            return r.status, r.read()
+        finally:
+            c.close()
+
+    # Two sessions with a turn each (the second one calls the echo tool).
+    sids = []
+    for text in ("hello", "please call the echo tool"):
+        status, body = call("POST", "/v1/sessions", {})
+        assert status == 201, body
+        sids.append(json.loads(body)["session"]["session_id"])
+        status, _ = call("POST", f"/v1/sessions/{sids[-1]}/messages", {"text": text})
+        assert status == 200
+    b = Browser(browser_env, tmp_path)
+
+    def shot(name: str):
+        b("screenshot", path=str(shots / name), full_page=False)
+        if docs:
+            shutil.copy(shots / name, Path(docs) / f"console-{name}")
+    try:
+        # Rename the first session on its page.
+        b("goto", url=f"{base}/ui/#token={API_TOKEN}")
+        b("wait", selector="table.sessions tbody tr")
+        b("goto", url=f"{base}/ui/#/sessions/{sids[0]}")
+        b("wait", selector="#session-name")
+        b("fill", selector="#session-name", text="Quarterly report")
+        b("click", selector="#rename")
+        b("wait", selector="dl.facts dd:nth-of-type(2)")
+        b("wait", selector=f"#session-name[value='Quarterly report']")
+        assert api(base, f"/v1/sessions/{sids[0]}")["name"] == "Quarterly report"
+        # A refused name says why and changes nothing.
+        b("fill", selector="#session-name", text="x" * 200 + "y")
+        b("eval", js="() => { const i = document.getElementById('session-name'); i.removeAttribute('maxlength'); "
+                     "i.value = 'x'.repeat(201); }")
+        b("click", selector="#rename")
+        b("wait", selector=".session-actions .failure:not([hidden])")
+        assert "at most 200" in b("eval", js="() => document.querySelector('.session-actions .failure').textContent")
+        assert api(base, f"/v1/sessions/{sids[0]}")["name"] == "Quarterly report"
+
+        # Find it by name on the sessions list.
+        b("goto", url=f"{base}/ui/#/sessions")
+        b("wait", selector="#session-q")
+        b("wait", selector="table.sessions tbody tr")
+        b("fill", selector="#session-q", text="quarterly")
+        b("click", selector="#session-search")
+        b("wait", selector=f"table.sessions tbody tr[data-session-id='{sids[0]}']")
+        rows = b("eval", js="() => [...document.querySelectorAll('table.sessions tbody tr')].map(r => r.dataset.sessionId)")
+        assert rows == [sids[0]], rows
+        shot("sessions.png")
+        b("fill", selector="#session-q", text="nothing like it")
+        b("click", selector="#session-search")
+        b("wait", selector="table.sessions tbody tr", state="detached")
+        assert "No sessions match" in b("eval", js="() => document.querySelector('main [role=status]').textContent")
+
+        # Runs of every session; a search by what was asked.
+        b("goto", url=f"{base}/ui/#/runs")
+        b("wait", selector="table.runs-all tbody tr")
+        assert b("eval", js="() => document.querySelectorAll('table.runs-all tbody tr').length") == 2
+        b("fill", selector="#runs-q", text="echo tool")
+        b("click", selector="#runs-search")
+        b("wait", selector="table.runs-all tbody tr:only-child")
+        asked = b("eval", js="() => document.querySelector('table.runs-all tbody tr .c-in').textContent")
+        assert asked == "please call the echo tool", asked
+        # Full dates on hover.
+        assert b("eval", js="() => document.querySelector('table.runs-all time').title").count(":") >= 2
+        shot("runs.png")
+
+        # Usage: one day, the chart's bars, the totals match the API.
+        b("goto", url=f"{base}/ui/#/usage")
+        b("wait", selector="svg.chart g.day")
+        usage = api(base, "/v1/usage?group_by=day")
+        assert b("eval", js="() => document.querySelectorAll('svg.chart g.day').length") == len(usage["groups"]) == 1
+        tip = b("eval", js="() => document.querySelector('svg.chart g.day title').textContent")
+        assert f"{usage['groups'][0]['tokens']['input']:,} input" in tip, tip
+        assert b("eval", js="() => document.querySelector('table.usage tbody tr td:nth-child(2)').textContent") == "2"
+        shot("usage.png")
+
+        # Narrow: nothing wider than 360 px on any of the new pages.
+        b("viewport", width=360, height=740)
+        for page, ready_sel in (("#/sessions", "table.sessions tbody tr"), ("#/runs", "table.runs-all tbody tr"),
+                                ("#/usage", "svg.chart"), (f"#/sessions/{sids[0]}", "#delete-session")):
+            b("goto", url=f"{base}/ui/{page}")
+            b("wait", selector=ready_sel)
+            assert b("eval", js="() => document.documentElement.scrollWidth <= 360"), f"{page} overflows at 360 px"
+            if page == "#/runs":
+                shot("narrow.png")
+        b("viewport", width=1000, height=780)
+
+        # update_plan: the run shows the plan as a checklist.
+        backend.post_script({"steps": [{"text": "Planning."}, {"tool": "update_plan", "args": {"items": [
+            {"title": "Read the invoice", "status": "completed"}, {"title": "Refund order 42", "status": "in_progress"},
+            {"title": "Tell the customer", "status": "pending"}]}}, {"text": "Planned."}]})
+        status, body = call("POST", f"/v1/sessions/{sids[1]}/messages", {"text": "make a plan"})
+        assert status == 200
+        plan_run = json.loads(next(l for l in body.decode().splitlines() if '"run_started"' in l)[len("data: "):])["run_id"]
+        b("goto", url=f"{base}/ui/#/runs/{plan_run}")
+        b("wait", selector=".transcript .plan ul.checklist li[data-status='in_progress']")
+        assert b("eval", js="() => [...document.querySelectorAll('.transcript .plan li')].map(li => li.dataset.status)") == [
+            "completed", "in_progress", "pending"]
+        # The prompt at the top; the call's arguments and result, pretty-printed; full dates on hover.
+        assert b("eval", js="() => document.querySelector('.transcript .start .prompt .text').textContent") == "make a plan"
+        b("wait", selector=".transcript .tool[data-outcome='ok'] details.result pre", state="attached")
+        shown = b("eval", js="""() => { const t = document.querySelector('.transcript .tool[data-outcome="ok"]');
+            return {args: t.querySelector('details.arguments pre').textContent, result: t.querySelector('details.result pre').textContent,
+                    open: t.querySelector('details.arguments').open} }""")
+        assert json.loads(shown["args"])["items"][1] == {"title": "Refund order 42", "status": "in_progress"}, shown
+        assert '\n  "items"' in shown["args"], "pretty-printed"
+        assert not shown["open"], "the plan's 16 lines of arguments start folded"
+        # The result as the bridge stored it (MCP content), the tool's answer inside.
+        result = json.loads(shown["result"])
+        assert result["status"] == "success" and json.loads(result["value"]["content"][0]["text"]["text"]) == {
+            "items": 3, "updated": True}, shown
+        assert b("eval", js="() => /20\\d\\d/.test(document.querySelector('.transcript .start time').title)")
+        shot("plan.png")
+        b("goto", url=f"{base}/ui/#/sessions/{sids[0]}")
+        b("wait", selector="#delete-session")
+
+        # Delete, after a confirmation that can be declined.
+        b("wait", selector="#delete-confirm", state="hidden")
+        b("click", selector="#delete-session")
+        b("wait", selector="#delete-keep")
+        b("click", selector="#delete-keep")
+        b("wait", selector="#delete-confirm", state="hidden")
+        b("wait", selector="#delete-session")
+        assert api(base, f"/v1/sessions/{sids[0]}")["session_id"] == sids[0]
+        b("click", selector="#delete-session")
+        b("click", selector="#delete-confirm")
+        b("wait", selector="#session-q")
+        b("wait", selector="table.sessions tbody tr")
+        rows = b("eval", js="() => [...document.querySelectorAll('table.sessions tbody tr')].map(r => r.dataset.sessionId)")
+        assert rows == [sids[1]], rows
+        assert call("GET", f"/v1/sessions/{sids[0]}")[0] == 404
+
+        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
+        assert not errors, errors
+    except BaseException:
+        try:
+            b("screenshot", path=str(shots / "failure.png"))
+        except Exception:
+            pass
+        raise
+    finally:
+        b.close()
+        run.proc.stop()
+        print(f"screenshots: {shots}")

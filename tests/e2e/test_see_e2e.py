@@ -27,6 +27,15 @@ def test_a_default_level_log_of_a_three_turn_session_is_short(setup_env, tmp_pat
         assert r.status == 200
         assert types(read_all(r))[-1] == "completed"
         c.close()
+    # The same three runs in /metrics, from what the real bridge stored: by status, with their
+    # durations, tokens and tool calls.
+    c, r = s.api.open("GET", "/metrics")
+    metrics = r.read().decode()
+    c.close()
+    assert 'callbackd_runs_total{namespace="default",status="finished"} 3\n' in metrics, metrics
+    assert 'callbackd_run_duration_seconds_count{namespace="default"} 3\n' in metrics, metrics
+    assert 'callbackd_tool_calls_total{namespace="default",tool="echo",outcome="ok"} 2\n' in metrics, metrics
+    assert re.search(r'^callbackd_tokens_total\{namespace="default",kind="input"\} [1-9]', metrics, re.M), metrics
     s.stop()
     lines = daemon_lines(s.run.proc.stderr_text())
     session = lines[start:]
@@ -72,3 +81,84 @@ def test_tool_events_carry_the_arguments_and_the_result(setup_env, tmp_path):
     status, whole = s.api.call("GET", f"/v1/runs/{started['run_id']}/tool_calls/{started['tool_call_id']}")
     assert status == 200, whole
     assert whole["arguments"] == started["arguments"] and whole["result"] == completed["result"], whole
+
+
+def test_a_session_is_renamed_found_deleted_and_gone_from_the_bridge(setup_env, tmp_path):
+    import harness as h
+
+    s = ApiStack(setup_env, tmp_path)
+    used, idle = s.session(), s.session()
+    c, r = s.api.open("POST", f"/v1/sessions/{used}/messages", {"text": "please call the echo tool"})
+    assert types(read_all(r))[-1] == "completed"
+    c.close()
+
+    status, body = s.api.call("PATCH", f"/v1/sessions/{used}", {"name": "Q3 deploy plan"})
+    assert status == 200 and body["name"] == "Q3 deploy plan", body
+    # The SDK spreads the stored document into its own updates: the name survives a turn.
+    c, r = s.api.open("POST", f"/v1/sessions/{used}/messages", {"text": "hello"})
+    assert types(read_all(r))[-1] == "completed"
+    c.close()
+    status, found = s.api.call("GET", "/v1/sessions?q=deploy")
+    assert status == 200 and [x["session_id"] for x in found["sessions"]] == [used], found
+    assert found["sessions"][0]["name"] == "Q3 deploy plan"
+    status, runs = s.api.call("GET", "/v1/runs?q=deploy")
+    assert status == 200 and len(runs["runs"]) == 2, runs
+
+    # Usage per day adds up to the runs' usage.
+    status, usage = s.api.call("GET", "/v1/usage?group_by=day")
+    assert status == 200, usage
+    status, every = s.api.call("GET", "/v1/runs?limit=1000")
+    want = {k: 0 for k in ("input", "output", "cache_read", "cache_write")}
+    for run in every["runs"]:
+        for k, key in (("input", "inputTokens"), ("output", "outputTokens"),
+                       ("cache_read", "cacheReadTokens"), ("cache_write", "cacheWriteTokens")):
+            want[k] += (run["usage"] or {}).get(key, 0)
+    assert want["input"] > 0, every
+    days = {k: sum(g["tokens"][k] for g in usage["groups"]) for k in want}
+    assert days == want == usage["total"]["tokens"], (usage, want)
+
+    def bridge_lists():
+        listed = s.run.client.call("ListAgents", {"options": {"cwd": str(s.ws)}})
+        return {a.get("agentId") for a in listed.get("items", [])}
+
+    assert {used, idle} <= bridge_lists()
+    # Deleted: gone from the store and from the bridge (its registry too: a Send fails).
+    for sid in (used, idle):  # `idle` was never messaged: its queued first run never ran
+        status, body = s.api.call("DELETE", f"/v1/sessions/{sid}")
+        assert status == 204, body
+        status, body = s.api.call("GET", f"/v1/sessions/{sid}")
+        assert status == 404, body
+        try:
+            s.run.client.stream("Send", {"agentId": sid, "message": {"text": "hello"}}, timeout=30)
+            raise AssertionError(f"the bridge still sends to deleted session {sid}")
+        except h.ConnectError as e:
+            assert e.code == "not_found", e
+        status, body = s.api.call("POST", f"/v1/sessions/{sid}/messages", {"text": "hello"})
+        assert status == 404, body
+    status, runs = s.api.call("GET", "/v1/runs")
+    assert runs["runs"] == [], runs
+    # Nothing of them is left in the store (the bridge's own agent list reads it).
+    assert not {used, idle} & bridge_lists()
+
+
+def test_update_plan_shows_a_plan(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path)
+    sid = s.session()
+    items = [{"title": "Read the invoice", "status": "completed"},
+             {"title": "Refund order 42", "status": "in_progress"},
+             {"title": "Tell the customer", "status": "pending"}]
+    s.backend.post_script({"steps": [{"text": "Planning."}, {"tool": "update_plan", "args": {"items": items}},
+                                     {"textFromLastTool": "Plan said: "}]})
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "make a plan"})
+    live = read_all(r)
+    c.close()
+    events = [d for kind, _, d, _ in live if kind == "event"]
+    plan = next(d for d in events if d["type"] == "plan")
+    assert plan["items"] == items, plan
+    done = next(d for d in events if d["type"] == "tool_completed")
+    assert done["tool"] == "update_plan" and done["outcome"] == "ok" and done["tool_call_id"] == plan["tool_call_id"], done
+    assert events[-1]["type"] == "completed" and events[-1]["output"] == 'Plan said: {"items":3,"updated":true}', events[-1]
+    c, r = s.api.open("GET", f"/v1/runs/{plan['run_id']}/stream?after=0")
+    replay = read_all(r)
+    c.close()
+    assert durable(replay) == durable(live)

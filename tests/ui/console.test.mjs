@@ -194,3 +194,35 @@ test("a question is its own card: an answer resolves it, a run that ends cancels
   const q2 = m.items.find((i) => i.key === "question:appr_q2");
   assert.equal(q2.decision, "cancelled", "an open question of an ended run has no controls");
 });
+
+test("the ask_user call's row waits for an answer, not 'running…', and runs once answered", () => {
+  const m = new RunModel("r1");
+  const at = "2026-12-01T10:00:00.000Z";
+  m.apply({ type: "tool_started", seq: 1, at, tool_call_id: "t1", tool: "ask_user", arguments: { question: "Which region?" } }, true);
+  m.apply({ type: "question", question: { id: "appr_q", tool_call_id: "t1", text: "Which region?", options: ["eu", "us"] } }, false);
+  assert.equal(m.byKey.get("tool:t1").state, "asking");
+  m.apply({ type: "approval_resolved", approval_id: "appr_q", decision: "approved", by: "default/alice" }, false);
+  assert.equal(m.byKey.get("tool:t1").state, "running");
+  m.apply({ type: "tool_started", seq: 2, at, tool_call_id: "t2", tool: "ask_user", arguments: { question: "Sure?" } }, true);
+  m.apply({ type: "question", question: { id: "appr_q2", tool_call_id: "t2", text: "Sure?", options: [] } }, false);
+  m.apply({ type: "approval_resolved", approval_id: "appr_q2", decision: "expired" }, false);
+  assert.deepEqual([m.byKey.get("tool:t2").state, m.byKey.get("tool:t2").reason], ["error", "expired: not answered"]);
+});
+
+test("the prompt, a call's arguments and result, and a plan that stands for its call's start", () => {
+  const m = new RunModel("r1");
+  const at = "2026-12-01T10:00:00.000Z";
+  m.apply({ type: "run_started", seq: 1, at, run_id: "r1", session_id: "s1", agent: { id: "s1" }, input: { text: "refund order 42" } }, true);
+  m.apply({ type: "tool_started", seq: 2, at, tool_call_id: "t1", tool: "echo", arguments: { x: 1 } }, true);
+  m.apply({ type: "tool_completed", seq: 3, at, tool_call_id: "t1", tool: "echo", outcome: "ok", duration_ms: 4, waited_ms: 900, result: { y: 2 } }, true);
+  const items = [{ title: "read", status: "completed" }, { title: "refund", status: "in_progress" }];
+  m.apply({ type: "plan", seq: 4, at, tool_call_id: "t2", items }, true);
+  m.apply({ type: "tool_completed", seq: 5, at, tool_call_id: "t2", tool: "update_plan", outcome: "ok", duration_ms: 1, result: { updated: true } }, true);
+  assert.deepEqual(m.items[0].input, { text: "refund order 42" });
+  const echo = m.byKey.get("tool:t1");
+  assert.deepEqual([echo.args, echo.result, echo.state, echo.waitedMs], [{ x: 1 }, { y: 2 }, "ok", 900]);
+  assert.deepEqual(m.items.map((i) => i.kind), ["start", "tool", "plan", "tool"]);
+  assert.deepEqual(m.byKey.get("plan:t2").items, items);
+  const plan = m.byKey.get("tool:t2");
+  assert.deepEqual([plan.tool, plan.args, plan.state, plan.result], ["update_plan", { items }, "ok", { updated: true }]);
+});

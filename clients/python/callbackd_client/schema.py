@@ -108,6 +108,12 @@ class NewSession(TypedDict):
     tools: NotRequired[Optional[list[str]]]
 
 
+class PlanItem(TypedDict):
+    """An item of a `plan` event."""
+    status: str
+    title: str
+
+
 class Problem(TypedDict):
     """A problem document. Also the `problem` of an `error` stream event."""
     code: ProblemCode
@@ -123,6 +129,7 @@ class QuestionView(TypedDict):
     id: str
     options: list[str]
     text: str
+    tool_call_id: NotRequired[Optional[str]]
 
 
 class Retry(TypedDict):
@@ -197,6 +204,11 @@ class SessionPage(TypedDict):
     sessions: list[Session]
 
 
+class SessionPatch(TypedDict):
+    """`PATCH /v1/sessions/{session_id}` body."""
+    name: str
+
+
 class RunStartedEvent(TypedDict):
     agent: AgentRef
     at: str
@@ -241,6 +253,17 @@ class ToolStartedEvent(TypedDict):
     type: Literal["tool_started"]
 
 
+class PlanEvent(TypedDict):
+    """The agent's plan (the built-in `update_plan` tool's call): every item, replacing the
+previous plan. It stands for that call's `tool_started`."""
+    at: str
+    items: list[PlanItem]
+    run_id: str
+    seq: int
+    tool_call_id: str
+    type: Literal["plan"]
+
+
 class ToolCompletedEvent(TypedDict):
     at: str
     duration_ms: NotRequired[Optional[int]]
@@ -252,6 +275,7 @@ class ToolCompletedEvent(TypedDict):
     tool_call_id: str
     truncated: NotRequired[bool]
     type: Literal["tool_completed"]
+    waited_ms: NotRequired[Optional[int]]
 
 
 class ToolOutcomeUnknownEvent(TypedDict):
@@ -394,6 +418,14 @@ stream, for a browser's `EventSource` (which cannot send headers)."""
     token: str
 
 
+class Tokens(TypedDict):
+    """Token totals (the runs' `usage`; a run without usage adds nothing)."""
+    cache_read: int
+    cache_write: int
+    input: int
+    output: int
+
+
 class ToolCallDetail(TypedDict):
     """A tool call in full."""
     arguments: Any
@@ -413,6 +445,7 @@ class ToolCallView(TypedDict):
     started_at: str
     tool: str
     tool_call_id: NotRequired[Optional[str]]
+    waited_ms: NotRequired[Optional[int]]
 
 
 class Usage(TypedDict):
@@ -422,6 +455,24 @@ class Usage(TypedDict):
     inputTokens: NotRequired[Optional[int]]
     outputTokens: NotRequired[Optional[int]]
     totalTokens: NotRequired[Optional[int]]
+
+
+class Usage2(TypedDict):
+    """`GET /v1/usage`."""
+    group_by: str
+    groups: list[UsageGroup]
+    since: str
+    total: UsageGroup
+    until: str
+
+
+class UsageGroup(TypedDict):
+    """One group of `GET /v1/usage`: a UTC day or a session."""
+    key: str
+    name: NotRequired[Optional[str]]
+    runs: int
+    runs_by_status: dict[str, int]
+    tokens: Tokens
 
 
 ProblemCode = Union[Literal["unauthenticated", "permission_denied", "not_found", "invalid_argument", "replay_expired", "not_implemented", "unavailable", "internal"], Literal["method_not_allowed"], Literal["failed_precondition"], Literal["payload_too_large"], Literal["resource_exhausted"]]
@@ -441,6 +492,7 @@ StreamEvent = Union[
     StepEvent,
     MessageSnapshotEvent,
     ToolStartedEvent,
+    PlanEvent,
     ToolCompletedEvent,
     ToolOutcomeUnknownEvent,
     TaskEvent,

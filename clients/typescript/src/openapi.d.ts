@@ -56,6 +56,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs of every session, newest first, by status, session, time and text */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -238,10 +255,12 @@ export interface paths {
         get: operations["getSession"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** Delete a session and everything of it, on the bridge too (409 while a run is active) */
+        delete: operations["deleteSession"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Name a session (`{name}`, 1-200 characters) */
+        patch: operations["renameSession"];
         trace?: never;
     };
     "/v1/sessions/{session_id}/fork": {
@@ -304,6 +323,23 @@ export interface paths {
         };
         /** A session's runs, in turn order */
         get: operations["listSessionRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Token totals and runs by status, per UTC day or per session */
+        get: operations["getUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -459,6 +495,12 @@ export interface components {
             /** @description Registry tools to declare; default every enabled tool. */
             tools?: string[] | null;
         };
+        /** @description An item of a `plan` event. */
+        PlanItem: {
+            /** @description `pending`, `in_progress` or `completed`. */
+            status: string;
+            title: string;
+        };
         /** @description A problem document. Also the `problem` of an `error` stream event. */
         Problem: {
             code: components["schemas"]["ProblemCode"];
@@ -476,6 +518,8 @@ export interface components {
             id: string;
             options: string[];
             text: string;
+            /** @description The `ask_user` call it holds: its `tool_started` row waits for this answer. */
+            tool_call_id?: string | null;
         };
         /** @description `POST /v1/runs/{run_id}/retry` body. */
         Retry: {
@@ -573,6 +617,11 @@ export interface components {
             next_cursor?: string | null;
             sessions: components["schemas"]["Session"][];
         };
+        /** @description `PATCH /v1/sessions/{session_id}` body. */
+        SessionPatch: {
+            /** @description 1 to 200 characters; shown in lists and searched by `q`. */
+            name: string;
+        };
         /**
          * @description A session's status, as the bridge keeps it in the agent document (callback contract
          *     §2.6): `idle` between turns, `running` during one, `error` after a failed one,
@@ -643,6 +692,16 @@ export interface components {
         } | {
             /** Format: date-time */
             at: string;
+            items: components["schemas"]["PlanItem"][];
+            run_id: string;
+            /** @description the durable seq (for token and control events: the last one sent) */
+            seq: number;
+            tool_call_id: string;
+            /** @constant */
+            type: "plan";
+        } | {
+            /** Format: date-time */
+            at: string;
             /** Format: int64 */
             duration_ms?: number | null;
             outcome: string;
@@ -660,6 +719,11 @@ export interface components {
             truncated?: boolean;
             /** @constant */
             type: "tool_completed";
+            /**
+             * Format: int64
+             * @description A call held for approval: the wait for the person (not in `duration_ms`).
+             */
+            waited_ms?: number | null;
         } | {
             /** Format: date-time */
             at: string;
@@ -811,6 +875,17 @@ export interface components {
             /** @description Send it as `GET /v1/runs/{run_id}/stream?access_token=<token>`; nothing else takes it. */
             token: string;
         };
+        /** @description Token totals (the runs' `usage`; a run without usage adds nothing). */
+        Tokens: {
+            /** Format: uint64 */
+            cache_read: number;
+            /** Format: uint64 */
+            cache_write: number;
+            /** Format: uint64 */
+            input: number;
+            /** Format: uint64 */
+            output: number;
+        };
         /** @description A tool call in full. */
         ToolCallDetail: {
             /** @description The call's arguments, whole (JSON). */
@@ -840,6 +915,11 @@ export interface components {
             started_at: string;
             tool: string;
             tool_call_id?: string | null;
+            /**
+             * Format: int64
+             * @description Held for approval: the wait for the person, not counted in `duration_ms`.
+             */
+            waited_ms?: number | null;
         };
         /** @description Token counts of a run (the bridge's `usage`; more counts may appear). */
         Usage: {
@@ -853,6 +933,30 @@ export interface components {
             outputTokens?: number | null;
             /** Format: uint64 */
             totalTokens?: number | null;
+        };
+        /** @description `GET /v1/usage`. */
+        Usage2: {
+            /** @description `day` or `session`. */
+            group_by: string;
+            /** @description Days oldest first (days without runs are left out); sessions by most tokens. */
+            groups: components["schemas"]["UsageGroup"][];
+            since: string;
+            total: components["schemas"]["UsageGroup"];
+            until: string;
+        };
+        /** @description One group of `GET /v1/usage`: a UTC day or a session. */
+        UsageGroup: {
+            /** @description The day (`2026-12-01`, UTC) or the session id. */
+            key: string;
+            /** @description The session's name (`group_by=session`). */
+            name?: string | null;
+            /** Format: uint64 */
+            runs: number;
+            /** @description How many runs ended (or stand) in each status. */
+            runs_by_status: {
+                [key: string]: number;
+            };
+            tokens: components["schemas"]["Tokens"];
         };
         /**
          * @description A decision on an approval.
@@ -1089,6 +1193,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+        };
+    };
+    listRuns: {
+        parameters: {
+            query?: {
+                /** @description the `next_cursor` of the previous page */
+                cursor?: string;
+                limit?: number;
+                /** @description case-insensitive substring of the run's input, its output or its session's name */
+                q?: string;
+                /** @description one or several (comma-separated) of queued, running, finished, error, cancelled, expired */
+                status?: string;
+                session_id?: string;
+                /** @description runs created at or after: RFC 3339 (2026-12-01T08:00:00Z) or a date (midnight UTC) */
+                since?: string;
+                /** @description runs created before: RFC 3339 (2026-12-01T08:00:00Z) or a date (midnight UTC) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1789,6 +1962,10 @@ export interface operations {
                 /** @description the `next_cursor` of the previous page */
                 cursor?: string;
                 limit?: number;
+                /** @description case-insensitive substring of the session's name or id */
+                q?: string;
+                /** @description one or several (comma-separated) of idle, running, error, archived */
+                status?: string;
             };
             header?: never;
             path?: never;
@@ -1997,6 +2174,160 @@ export interface operations {
             };
             /** @description method_not_allowed */
             405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description permission_denied: the read-only token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description failed_precondition: the session has a run in progress */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    renameSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description permission_denied: the read-only token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: over api.max_body_bytes */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2318,6 +2649,68 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                group_by?: "day" | "session";
+                /** @description runs created at or after (default: 30 days before until): RFC 3339 (2026-12-01T08:00:00Z) or a date (midnight UTC) */
+                since?: string;
+                /** @description runs created before (default: now): RFC 3339 (2026-12-01T08:00:00Z) or a date (midnight UTC) */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage2"];
                 };
             };
             /** @description invalid_argument */

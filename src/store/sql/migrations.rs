@@ -14,6 +14,7 @@ macro_rules! migrations {
             "0005_run_inputs",
             "0006_forks",
             "0007_approval_confirm",
+            "0008_see",
         )
     };
     (@files $dir:literal: $($name:literal),* $(,)?) => {

@@ -22,6 +22,7 @@ mod conditions;
 mod dialect;
 pub mod dump;
 mod exec;
+pub mod find;
 pub mod forks;
 pub mod memory;
 mod migrations;

@@ -223,7 +223,11 @@ pub async fn agent_count<X: Exec>(x: &X, ns: &str) -> Result<u64, X::Error> {
 }
 
 pub async fn tool_call_resumed<X: Exec>(x: &X, id: i64) -> Result<(), X::Error> {
-    let sql = sql!("UPDATE tool_calls SET outcome = 'running', started_at = ?2 WHERE id = ?1");
+    // The wait for the person ends here; the execution (duration) starts here.
+    let sql = sql!(
+        "UPDATE tool_calls SET outcome = 'running', waited_ms = ?2 - started_at, \
+         started_at = ?2 WHERE id = ?1"
+    );
     let params = [Value::Int(id), Value::Int(now_ms())];
     x.execute(sql.get(X::DIALECT), &params).await?;
     Ok(())
@@ -236,7 +240,11 @@ pub async fn tool_call_ended<X: Exec>(
     cut_off: bool,
     ended_at_ms: i64,
 ) -> Result<(), X::Error> {
-    let sql = sql!("UPDATE tool_calls SET ended_at = ?2, outcome = ?3, cut_off = ?4 WHERE id = ?1");
+    // A held call that ends without running (denied, expired, cancelled) waited until now.
+    let sql = sql!(
+        "UPDATE tool_calls SET waited_ms = CASE WHEN outcome = 'awaiting' THEN ?2 - started_at \
+         ELSE waited_ms END, ended_at = ?2, outcome = ?3, cut_off = ?4 WHERE id = ?1"
+    );
     let params = [
         Value::Int(id),
         Value::Int(ended_at_ms),
@@ -254,7 +262,7 @@ pub async fn tool_calls_of_run<X: Exec>(
 ) -> Result<Vec<ToolCallRecord>, X::Error> {
     let sql = sql!(
         "SELECT agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, \
-         cut_off FROM tool_calls WHERE ns = ?1 AND run_id = ?2 ORDER BY id"
+         cut_off, waited_ms FROM tool_calls WHERE ns = ?1 AND run_id = ?2 ORDER BY id"
     );
     x.all(
         sql.get(X::DIALECT),
@@ -269,6 +277,7 @@ pub async fn tool_calls_of_run<X: Exec>(
                 ended_at_ms: r.opt_int(5)?,
                 outcome: ToolOutcome::parse(r.text(6)?),
                 cut_off: r.bool(7)?,
+                waited_ms: r.opt_int(8)?,
             })
         },
     )
@@ -387,6 +396,30 @@ pub async fn run_inputs<X: Exec>(
 macro_rules! impl_run_records {
     ($store:ty) => {
         impl $crate::store::RunRecords for $store {
+            fn find_sessions(
+                &self,
+                ns: &$crate::store::Namespace,
+                q: $crate::store::find::SessionQuery,
+            ) -> $crate::store::BoxFuture<'_, Result<String, $crate::store::StoreError>> {
+                let ns = ns.as_str().to_string();
+                self.sql_read(move |x| {
+                    let (ns, q) = (ns.clone(), q.clone());
+                    Box::pin(async move { $crate::store::sql::find::sessions(x, &ns, &q).await })
+                })
+            }
+
+            fn find_runs(
+                &self,
+                ns: &$crate::store::Namespace,
+                q: $crate::store::find::RunQuery,
+            ) -> $crate::store::BoxFuture<'_, Result<String, $crate::store::StoreError>> {
+                let ns = ns.as_str().to_string();
+                self.sql_read(move |x| {
+                    let (ns, q) = (ns.clone(), q.clone());
+                    Box::pin(async move { $crate::store::sql::find::runs(x, &ns, &q).await })
+                })
+            }
+
             fn usage(
                 &self,
                 ns: Option<&$crate::store::Namespace>,

@@ -6,6 +6,9 @@ import { Follower } from "./follow.js";
 import { RunModel, RunView } from "./run.js";
 import { approvalsPage, watchCount } from "./approvals.js";
 import { ForkPanel, sessionForks } from "./fork.js";
+import { sessionSearch, sessionActions } from "./sessions.js";
+import { runsPage } from "./find.js";
+import { usagePage } from "./usage.js";
 
 const main = document.getElementById("main");
 const dialog = document.getElementById("token-dialog");
@@ -129,6 +132,8 @@ function route() {
   if (parts[0] === "sessions" && parts[1]) sessionPage(parts[1]);
   else if (parts[0] === "runs" && parts[1]) runPage({ runId: parts[1] });
   else if (parts[0] === "approvals") approvalsPage(main, api, canWrite, (f) => { teardown = f; });
+  else if (parts[0] === "runs") runsPage(main, api, (f) => { teardown = f; });
+  else if (parts[0] === "usage") usagePage(main, api, (f) => { teardown = f; });
   else sessionsPage();
 }
 
@@ -152,7 +157,9 @@ function sessionsPage() {
   const more = h("button", { type: "button", hidden: true }, "Load more");
   const status = h("p.muted", { role: "status" }, "Loading…");
   const head = h("div.page-head", {}, h("h1", {}, "Sessions"), canWrite() ? newSessionForm() : null);
-  fill(main, head,
+  let filter = ""; // q= and status= (sessions.js)
+  const search = sessionSearch((p) => { filter = p; cursor = null; body.replaceChildren(); load(); });
+  fill(main, head, search,
     h("div.table-wrap", {}, h("table.sessions", {},
       h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "Status"), h("th.c-model", {}, "Model"),
         h("th.c-cwd", {}, "Workspace"), h("th", {}, "Last activity"))),
@@ -164,7 +171,7 @@ function sessionsPage() {
   async function load() {
     more.disabled = true;
     try {
-      const page = await api.get(`/v1/sessions?limit=25${cursor ? `&cursor=${api.enc(cursor)}` : ""}`);
+      const page = await api.get(`/v1/sessions?limit=25${filter ? `&${filter}` : ""}${cursor ? `&cursor=${api.enc(cursor)}` : ""}`);
       if (!alive) return;
       for (const s of page.sessions || []) {
         body.append(h("tr", { dataset: { sessionId: s.session_id } },
@@ -177,7 +184,7 @@ function sessionsPage() {
       }
       cursor = page.next_cursor || null;
       more.hidden = !cursor;
-      status.textContent = body.children.length ? "" : "No sessions yet.";
+      status.textContent = body.children.length ? "" : filter ? "No sessions match." : "No sessions yet.";
     } catch (e) {
       if (alive) fill(status, problemBox(e));
     } finally {
@@ -251,6 +258,7 @@ async function sessionPage(id) {
       h("dt", {}, "Created"), h("dd", {}, when(s.created_at)),
       h("dt", {}, "Last activity"), h("dd", {}, when(s.updated_at)));
     info.after(sessionForks(s));
+    if (canWrite()) info.after(sessionActions(api, s, { onRenamed: () => route(), onDeleted: () => { location.hash = "#/sessions"; } }));
   } catch (e) {
     if (alive) fill(info, problemBox(e));
     return;

@@ -6,7 +6,7 @@ import { decisionForm, timeLeft } from "./approvals.js";
 import { questionForm, questionOutcome } from "./questions.js";
 import { h, fill, when, ms, short } from "./dom.js";
 
-const TOOL_LABEL = { waiting: "waiting for approval", running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
+const TOOL_LABEL = { waiting: "waiting for approval", asking: "waiting for an answer", running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
 
 export class RunModel {
   constructor(runId) {
@@ -47,7 +47,7 @@ export class RunModel {
         this.sessionId = ev.session_id ?? this.sessionId;
         this.model = ev.agent?.model ?? this.model;
         if (!this.terminal) this.status = "running";
-        this.upsert(`seq:${ev.seq}`, { kind: "start", at: ev.at, seq: ev.seq, model: this.model });
+        this.upsert(`seq:${ev.seq}`, { kind: "start", at: ev.at, seq: ev.seq, model: this.model, input: ev.input });
         break;
       case "step":
         this.upsert(`seq:${ev.seq}`, { kind: "step", seq: ev.seq, at: ev.at, index: ev.index, stepKind: ev.kind, status: ev.status, text: ev.text });
@@ -67,13 +67,21 @@ export class RunModel {
         this.pending = null;
         break;
       case "tool_started":
-        this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "running", at: ev.at, seq: ev.seq });
+        this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "running", at: ev.at, seq: ev.seq, args: ev.arguments, argsCut: ev.truncated });
         break;
       case "tool_completed":
         this.upsert(`tool:${ev.tool_call_id}`, {
           kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: ev.outcome === "ok" ? "ok" : "error",
-          durationMs: ev.duration_ms, endedAt: ev.at, endSeq: ev.seq, ...(this.byKey.has(`tool:${ev.tool_call_id}`) ? {} : { at: ev.at }),
+          durationMs: ev.duration_ms, waitedMs: ev.waited_ms, result: ev.result, resultCut: ev.truncated,
+          endedAt: ev.at, endSeq: ev.seq, ...(this.byKey.has(`tool:${ev.tool_call_id}`) ? {} : { at: ev.at }),
         });
+        break;
+      case "plan":
+        this.upsert(`plan:${ev.tool_call_id}`, { kind: "plan", seq: ev.seq, at: ev.at, items: ev.items || [] });
+        // The plan stands for the call's tool_started: its row runs, with the items as arguments.
+        if (!this.byKey.has(`tool:${ev.tool_call_id}`)) {
+          this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: "update_plan", state: "running", at: ev.at, seq: ev.seq, args: { items: ev.items || [] } });
+        }
         break;
       case "tool_outcome_unknown":
         this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "unknown", reason: ev.reason, endedAt: ev.at, endSeq: ev.seq });
@@ -110,12 +118,19 @@ export class RunModel {
         if (tool && tool.state === "running") this.upsert(tool.key, { state: "waiting" });
         break;
       }
-      case "question":
+      case "question": {
         this.upsert(`question:${ev.question?.id}`, { kind: "question", question: ev.question, decision: null });
+        // The ask_user call waits for a person's answer, it does not run.
+        const tool = ev.question?.tool_call_id && this.byKey.get(`tool:${ev.question.tool_call_id}`);
+        if (tool && tool.state === "running") this.upsert(tool.key, { state: "asking" });
         break;
+      }
       case "approval_resolved": {
-        if (this.byKey.has(`question:${ev.approval_id}`)) {
-          this.upsert(`question:${ev.approval_id}`, { decision: ev.decision, by: ev.by, reason: ev.reason });
+        const question = this.byKey.get(`question:${ev.approval_id}`);
+        if (question) {
+          this.upsert(question.key, { decision: ev.decision, by: ev.by, reason: ev.reason });
+          const asked = question.question?.tool_call_id && this.byKey.get(`tool:${question.question.tool_call_id}`);
+          if (asked && asked.state === "asking") this.upsert(asked.key, { state: ev.decision === "approved" ? "running" : "error", reason: ev.decision === "approved" ? undefined : `${ev.decision}: not answered` });
           break;
         }
         this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited });
@@ -138,7 +153,7 @@ export class RunModel {
         Object.assign(i, { decision: "cancelled", by: "callbackd", reason: "the run ended while it waited for a decision; it was not run" });
         i.rev = (i.rev || 0) + 1;
       }
-      if (i.kind === "tool" && (i.state === "running" || i.state === "waiting")) {
+      if (i.kind === "tool" && (i.state === "running" || i.state === "waiting" || i.state === "asking")) {
         Object.assign(i, { state: "abandoned", reason: "the run ended before this call did" });
         i.rev = (i.rev || 0) + 1;
       }
@@ -307,17 +322,44 @@ function elapsed(iso) {
   return Number.isNaN(t) ? "" : `${Math.max(0, Math.floor((Date.now() - t) / 1000))} s so far`;
 }
 
+/** A time stamp: the local time, the full date on hover. */
+function stamp(at) {
+  if (!at) return null;
+  const d = new Date(at);
+  return h("time", { datetime: at, title: Number.isNaN(d.getTime()) ? at : d.toString() }, when(at));
+}
+
+/** Values longer than this many characters or lines (pretty-printed) start folded. */
+const FOLD_CHARS = 400;
+const FOLD_LINES = 10;
+
+/** A tool call's arguments or result, pretty-printed in a <details>: open when short, folded
+ * when long; a value the stream cut says where the whole of it is. */
+function jsonBlock(label, value, cut, callId) {
+  if (value === undefined) return null;
+  const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  const lines = text.split("\n").length;
+  const fold = cut || text.length > FOLD_CHARS || lines > FOLD_LINES;
+  return h(`details.json.${label}`, { open: !fold },
+    h("summary", {}, label, fold ? h("span.muted.small", {}, ` (${lines.toLocaleString()} lines, ${text.length.toLocaleString()} characters)`) : null),
+    h("pre", {}, text),
+    cut ? h("p.muted.small", {}, `Cut at 64 KiB: the whole value is at GET /v1/runs/…/tool_calls/${callId}.`) : null);
+}
+
 function renderItem(li, item, decide) {
   li.className = `item ${item.kind}`;
   li.dataset.key = item.key;
   if (item.seq !== undefined) li.dataset.seq = item.seq;
   switch (item.kind) {
     case "start":
-      fill(li, h("span.label", {}, "started"), h("span", {}, item.model ? `model ${item.model}` : ""), h("time", { datetime: item.at }, when(item.at)));
+      fill(li, h("span.label", {}, "started"), h("span", {}, item.model ? `model ${item.model}` : ""), stamp(item.at),
+        item.input && typeof item.input.text === "string"
+          ? h("div.prompt", {}, h("span.label", {}, "asked"), h("div.text", {}, item.input.text), item.input.truncated ? h("span.muted.small", {}, " (shortened)") : null)
+          : null);
       break;
     case "step": {
       const what = item.stepKind === "status" ? `status ${item.status ?? ""}` : item.stepKind === "thinking" ? "thinking" : item.stepKind || "step";
-      fill(li, h("span.label", {}, `step ${item.index ?? ""}`), h("span", {}, what), item.text ? h("span.text.thought", {}, item.text) : null, h("time", { datetime: item.at }, when(item.at)));
+      fill(li, h("span.label", {}, `step ${item.index ?? ""}`), h("span", {}, what), item.text ? h("span.text.thought", {}, item.text) : null, stamp(item.at));
       break;
     }
     case "message":
@@ -334,8 +376,17 @@ function renderItem(li, item, decide) {
         h("span.outcome", {}, TOOL_LABEL[item.state] || item.state),
         h("span.duration", {}, item.durationMs !== undefined && item.durationMs !== null ? ms(item.durationMs)
           : item.state === "running" && item.at ? elapsed(item.at) : ""),
+        item.waitedMs ? h("span.duration.waited", {}, `waited ${ms(item.waitedMs)} for a person`) : null,
         item.reason ? h("span.reason", {}, item.reason) : null,
-        h("code.call-id", { title: item.id }, short(item.id)));
+        h("code.call-id", { title: item.id }, short(item.id)),
+        jsonBlock("arguments", item.args, item.argsCut, item.id),
+        jsonBlock("result", item.result, item.resultCut, item.id));
+      break;
+    case "plan":
+      fill(li, h("span.label", {}, "plan"),
+        h("ul.checklist", {}, (item.items || []).map((i) => h(`li.plan-${i.status}`, { dataset: { status: i.status } },
+          h("span.mark", { "aria-hidden": "true" }, i.status === "completed" ? "☑" : i.status === "in_progress" ? "▶" : "☐"),
+          " ", i.title, i.status === "in_progress" ? h("span.muted.small", {}, " (in progress)") : null))));
       break;
     case "task":
       fill(li, h("span.label", {}, "task"), h("span", {}, item.title || item.key), h("span.outcome", {}, item.status || ""),

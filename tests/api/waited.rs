@@ -1,0 +1,154 @@
+//! Issue 21: a tool call held for approval reports the wait for the person as `waited_ms`,
+//! apart from its execution time (`duration_ms`), in the run's state and in its stream (live
+//! and replayed alike). A denied call waited until its denial.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::helpers::{agent, run, Framing, TestApp, TOOL_PATH};
+use crate::run_api::append;
+use crate::sse::durable;
+
+const T: Duration = Duration::from_secs(10);
+const HELD_MS: u64 = 1500;
+
+async fn spawn() -> Arc<TestApp> {
+    let tool: callbackd::config::CommandToolConfig = toml::from_str(
+        r#"
+name = "deploy"
+description = "Deploys"
+argv = ["sh", "-c", "echo '{\"deployed\": true}'"]
+input_schema = { type = "object" }
+approval = "always"
+"#,
+    )
+    .unwrap();
+    let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
+    let mut a = agent("a1", "/ws", 1_780_000_000_000);
+    a["activeRunId"] = json!("r1");
+    app.store_ok("agents", "create", json!({"agent": a})).await;
+    let mut r = run("a1", "r1", 1);
+    r["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": r})).await;
+    Arc::new(app)
+}
+
+/// The bridge's held call: its stored `running` event, then the call (waiting for a person).
+async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle<()> {
+    append(
+        app,
+        "r1",
+        json!({"type": "tool_call", "call_id": call_id, "name": "mcp", "status": "running",
+        "args": {"providerIdentifier": "custom-user-tools", "toolName": "deploy", "args": {}}}),
+    )
+    .await;
+    let app2 = app.clone();
+    let body = json!({"toolName": "deploy", "args": {}, "toolCallId": call_id, "agentId": "a1"});
+    let task = tokio::spawn(async move {
+        let auth = format!("Bearer {}", app2.tool_token);
+        let r = app2
+            .request(
+                "POST",
+                TOOL_PATH,
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", &auth),
+                ],
+                body.to_string(),
+                Framing::Chunked,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    });
+    for _ in 0..200 {
+        let list = app.api_get("/v1/approvals").await.json();
+        if list["approvals"].as_array().is_some_and(|a| !a.is_empty()) {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no pending approval appeared");
+}
+
+async fn decide(app: &TestApp, decision: &str) {
+    let id = app.api_get("/v1/approvals").await.json()["approvals"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let token = app.api_token.clone();
+    let r = app
+        .api(
+            "POST",
+            &format!("/v1/approvals/{id}"),
+            Some(&token),
+            &json!({"decision": decision}).to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+fn completed(frames: &[crate::sse::Frame], call_id: &str) -> Value {
+    frames
+        .iter()
+        .filter_map(|f| f.data())
+        .find(|d| d["type"] == "tool_completed" && d["tool_call_id"] == call_id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool_completed of {call_id} in {frames:?}"))
+}
+
+#[tokio::test]
+async fn a_held_call_reports_its_wait_apart_from_its_execution() {
+    let app = spawn().await;
+    let task = held_call(&app, "toolu_1").await;
+    tokio::time::sleep(Duration::from_millis(HELD_MS)).await;
+    decide(&app, "approve").await;
+    tokio::time::timeout(T, task).await.unwrap().unwrap();
+    append(
+        &app,
+        "r1",
+        json!({"type": "tool_call", "call_id": "toolu_1", "name": "mcp", "status": "completed",
+        "args": {"providerIdentifier": "custom-user-tools", "toolName": "deploy", "args": {}},
+        "result": {"status": "success", "value": {"deployed": true}}}),
+    )
+    .await;
+
+    // Denied: it waited until the denial and never ran.
+    let task = held_call(&app, "toolu_2").await;
+    decide(&app, "deny").await;
+    tokio::time::timeout(T, task).await.unwrap().unwrap();
+    append(
+        &app,
+        "r1",
+        json!({"type": "tool_call", "call_id": "toolu_2", "name": "mcp", "status": "completed",
+        "args": {"providerIdentifier": "custom-user-tools", "toolName": "deploy", "args": {}},
+        "result": {"status": "error", "error": "denied"}}),
+    )
+    .await;
+    append(&app, "r1", json!({"type": "status", "status": "FINISHED"})).await;
+
+    let state = app.api_get("/v1/runs/r1").await.json();
+    let calls = state["tool_calls"].as_array().unwrap();
+    let (approved, denied) = (&calls[0], &calls[1]);
+    let waited = approved["waited_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{approved}"));
+    assert!(waited >= HELD_MS as i64, "{approved}");
+    let ran = approved["duration_ms"].as_i64().unwrap();
+    assert!(ran < waited, "the wait is not execution time: {approved}");
+    assert_eq!(approved["outcome"], "ok");
+    assert_eq!(denied["outcome"], "denied");
+    assert!(denied["waited_ms"].as_i64().is_some(), "{denied}");
+
+    let live = app.stream("r1", Some(0)).await.collect(T).await;
+    let ev = completed(&live, "toolu_1");
+    assert_eq!(ev["waited_ms"], waited, "{ev}");
+    assert_eq!(ev["duration_ms"], ran, "{ev}");
+    assert_eq!(
+        completed(&live, "toolu_2")["waited_ms"],
+        denied["waited_ms"]
+    );
+    let replay = app.stream("r1", Some(0)).await.collect(T).await;
+    assert_eq!(durable(&replay), durable(&live), "replays are byte equal");
+}
