@@ -41,7 +41,7 @@ impl PgStore {
         ended_before_ms: i64,
         batch: usize,
     ) -> BoxFuture<'_, Result<PruneReport, StoreError>> {
-        self.sql_write(move |x| Box::pin(sql::records::prune_runs(x, ended_before_ms, batch)))
+        self.sql_write(move |x| Box::pin(sql::prune::prune_runs(x, ended_before_ms, batch)))
     }
 
     fn interrupt_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
@@ -49,7 +49,7 @@ impl PgStore {
         let only = format!(" AND {}", gone_owner());
         self.sql_write(move |x| {
             let only = only.clone();
-            Box::pin(async move { sql::records::interrupt_tool_calls(x, &only).await })
+            Box::pin(async move { sql::prune::interrupt_tool_calls(x, &only).await })
         })
     }
 }

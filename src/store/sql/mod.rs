@@ -27,6 +27,7 @@ pub mod forks;
 pub mod memory;
 mod migrations;
 mod page;
+pub mod prune;
 pub mod records;
 pub mod run_events;
 pub mod runs;

@@ -37,11 +37,7 @@ impl SqliteStore {
         batch: usize,
     ) -> BoxFuture<'_, Result<PruneReport, StoreError>> {
         Box::pin(self.write_with(move |conn| {
-            let report = sql::ready(sql::records::prune_runs(
-                &Conn(conn),
-                ended_before_ms,
-                batch,
-            ))?;
+            let report = sql::ready(sql::prune::prune_runs(&Conn(conn), ended_before_ms, batch))?;
             if report.runs > 0 {
                 // A no-op on a database created before auto_vacuum=INCREMENTAL (README). It
                 // frees one page per step: step it to the end.
@@ -57,7 +53,7 @@ impl SqliteStore {
 
     fn interrupt_tool_calls(&self) -> BoxFuture<'_, Result<u64, StoreError>> {
         Box::pin(
-            self.write_with(|conn| sql::ready(sql::records::interrupt_tool_calls(&Conn(conn), ""))),
+            self.write_with(|conn| sql::ready(sql::prune::interrupt_tool_calls(&Conn(conn), ""))),
         )
     }
 }
