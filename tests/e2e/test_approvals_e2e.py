@@ -200,7 +200,9 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     last = {a["tool_call_id"]: a["state"] for a in approvals}
     meant = {"cancelled": "cancelled", "expired": "denied"}
     assert [e["outcome"] for e in tool] == [meant[last[e["tool_call_id"]]] for e in tool], (evs, all_)
-    assert tool[0]["tool_call_id"] == approvals[0]["tool_call_id"], (evs, all_)
+    # The killed daemon's call has its completion in the stream. Not necessarily first: the
+    # run's end cancels it at once, which can come after the retried call's expiry.
+    assert approvals[0]["tool_call_id"] in [e["tool_call_id"] for e in tool], (evs, all_)
     assert evs[-1]["type"] == "completed" and evs[-1]["status"] == "finished", evs
     assert run_result["status"] == "RUN_LIFECYCLE_STATUS_FINISHED", run_result
     assert run_result["result"]["result"] == evs[-1]["output"], (run_result, evs[-1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from pathlib import Path
 
 from test_console_e2e import browser_env  # noqa: F401 (a fixture)
 from test_run_api_e2e import ApiStack, read_all, types
@@ -82,7 +83,53 @@ def test_a_fork_on_postgres(setup_env, tmp_path):
     schema = "e2e_fork_" + secrets.token_hex(6)
     config = f'[store]\nschema = "{schema}"\npath = "{tmp_path / "data" / "callbackd.db"}"\n'
     s = Stack(setup_env, tmp_path, "postgres", scenario="text", config=config)
-    fork_after_turn_one(s)
+    from test_postgres_e2e import pg_url
+    url = pg_url()
+    sid, fid = fork_after_turn_one(s, rows=lambda sid: pg_rows(url, schema, sid))
+
+    # Deleting the source (every row of it) leaves the fork working, as on SQLite.
+    for table in ("checkpoints", "runs", "agents"):
+        psql(url, f"DELETE FROM {schema}.{table} WHERE agent_id = '{safe_id(sid)}'")
+    assert pg_rows(url, schema, fid)[0], "the fork's own rows are still there"
+    mark = len(s.backend.records())
+    assert send(s, fid, "sixth question on the fork")["status"] == "finished"
+    assert len(turns_sent(s, mark)[0]) == 2
+
+
+def safe_id(sid: str) -> str:
+    """A session id as the daemon makes them, checked before it is put in a statement."""
+    import re
+    assert re.fullmatch(r"[A-Za-z0-9_.:-]+", sid), sid
+    return sid
+
+
+def psql(url: str, sql: str) -> list[str]:
+    """The rows of `sql` as psql's unaligned text, one line each (bytea in hex)."""
+    import shutil
+    import subprocess
+    exe = shutil.which("psql") or next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"), reverse=True)))
+    out = subprocess.run([str(exe), url, "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def pg_rows(url: str, schema: str, sid: str) -> list:
+    """Every stored row of session `sid` in the PostgreSQL schema, as `sqlite_rows` reads the
+    SQLite file: its agent document, runs, checkpoint blobs, run events, kept inputs and event
+    metadata, each row as its whole text (`t::text`)."""
+    sid = safe_id(sid)
+    runs = f"(SELECT run_id FROM {schema}.runs WHERE agent_id = '{sid}')"
+    out = []
+    for q in (f"SELECT t::text FROM {schema}.agents t WHERE agent_id = '{sid}'",
+              f"SELECT t::text FROM {schema}.runs t WHERE agent_id = '{sid}' ORDER BY run_id",
+              f"SELECT t::text FROM {schema}.checkpoints t WHERE agent_id = '{sid}' ORDER BY blob_id",
+              f"SELECT t::text FROM {schema}.run_events t WHERE run_id IN {runs} ORDER BY run_id, seq",
+              f"SELECT t::text FROM {schema}.run_inputs t WHERE run_id IN {runs} ORDER BY run_id",
+              f"SELECT t::text FROM {schema}.event_meta t WHERE run_id IN {runs} ORDER BY run_id, seq"):
+        rows = psql(url, q)
+        assert rows or "event_meta" in q, q
+        out.append(rows)
+    return out
 
 
 def settled(s, sid: str, rows) -> list:
