@@ -11,35 +11,41 @@ use std::path::Path;
 
 type Module = Vec<String>;
 
-/// Reads every library source file: module path -> text.
-fn read_sources(src: &Path) -> BTreeMap<Module, String> {
-    let mut out = BTreeMap::new();
+/// Every `.rs` file under `src`.
+fn rust_files(src: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
     let mut stack = vec![src.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-                continue;
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
             }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let rel = path.strip_prefix(src).unwrap().with_extension("");
-            let mut module: Module = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            if module.last().is_some_and(|l| l == "mod") {
-                module.pop();
-            }
-            match module.first().map(String::as_str) {
-                Some("main" | "commands" | "bin") => continue,
-                Some("lib") if module.len() == 1 => module.clear(),
-                _ => {}
-            }
-            out.insert(module, std::fs::read_to_string(&path).unwrap());
         }
+    }
+    out
+}
+
+/// Reads every library source file: module path -> text.
+fn read_sources(src: &Path) -> BTreeMap<Module, String> {
+    let mut out = BTreeMap::new();
+    for path in rust_files(src) {
+        let rel = path.strip_prefix(src).unwrap().with_extension("");
+        let mut module: Module = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if module.last().is_some_and(|l| l == "mod") {
+            module.pop();
+        }
+        match module.first().map(String::as_str) {
+            Some("main" | "commands" | "bin") => continue,
+            Some("lib") if module.len() == 1 => module.clear(),
+            _ => {}
+        }
+        out.insert(module, std::fs::read_to_string(&path).unwrap());
     }
     out
 }
@@ -401,26 +407,15 @@ fn every_import_points_down_the_layer_order_and_none_closes_a_circle() {
 fn no_source_file_is_over_600_lines_and_no_config_file_over_250() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut too_long = Vec::new();
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
-            let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-            let rel = path.strip_prefix(&src).unwrap();
-            let limit = if rel.starts_with("config") { 250 } else { 600 };
-            if lines > limit {
-                too_long.push(format!(
-                    "src/{} has {lines} lines (at most {limit})",
-                    rel.display()
-                ));
-            }
+    for path in rust_files(&src) {
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        let rel = path.strip_prefix(&src).unwrap();
+        let limit = if rel.starts_with("config") { 250 } else { 600 };
+        if lines > limit {
+            too_long.push(format!(
+                "src/{} has {lines} lines (at most {limit})",
+                rel.display()
+            ));
         }
     }
     too_long.sort();

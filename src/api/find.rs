@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::problem::Problem;
-use super::reader::{Listed, Session};
-use super::sessions::{RunPage, SessionPage};
+use super::reader::Listed;
+use super::sessions::RunPage;
 use super::{json_response, limit, query, ApiState, Caller};
 use crate::clock::{now_ms, parse_time_ms, rfc3339_ms};
 use crate::store::find::{CreatedCursor, RunQuery, SessionQuery};
@@ -114,21 +114,7 @@ pub async fn sessions(
     };
     let page = listed(&state.records().find_sessions(&caller.ns, query).await?)?;
     let reader = state.reader(&caller.ns);
-    let mut sessions = Vec::with_capacity(page.items.len());
-    for doc in &page.items {
-        let id = doc
-            .get("agentId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        sessions.push(Session::from_doc(doc, reader.latest_model(id).await?));
-    }
-    Ok(json_response(
-        StatusCode::OK,
-        &SessionPage {
-            sessions,
-            next_cursor: page.next_cursor,
-        },
-    ))
+    super::sessions::session_page(&reader, page).await
 }
 
 /// The [`RunQuery`] of a `GET /v1/runs` query string.

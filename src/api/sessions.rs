@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::bridge::bridge_problem;
 use super::problem::Problem;
-use super::reader::{RunSummary, Session};
+use super::reader::{Listed, Reader, RunSummary, Session};
 use super::{json_response, limit, query, ApiJson, ApiState, Caller};
 
 /// `POST /v1/sessions` body.
@@ -163,6 +163,12 @@ pub async fn list(
                 .filter(|c| !c.is_empty()),
         )
         .await?;
+    session_page(&reader, page).await
+}
+
+/// A page of agent documents as the API's `SessionPage`, each with its latest model (the
+/// sessions list and its search answer alike).
+pub(super) async fn session_page(reader: &Reader<'_>, page: Listed) -> Result<Response, Problem> {
     let mut sessions = Vec::with_capacity(page.items.len());
     for doc in &page.items {
         let id = doc
