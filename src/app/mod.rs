@@ -334,6 +334,10 @@ impl AppBuilder {
         let namespaces = Namespaces::new(table);
         let s = &config.server;
         let metrics = metrics_for(&config, &tokens, store.as_ref())?;
+        {
+            let approvals = approvals.clone();
+            metrics.count_held(move || approvals.held_per_namespace());
+        }
         let tools = ToolService::new(registry);
         let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
         let traces = start_traces(&config, &store, &records, &metrics)?;

@@ -115,6 +115,16 @@ impl Approvals {
         &self.inner.owner
     }
 
+    /// How many calls this daemon holds waiting for a person, per namespace (questions
+    /// included): what `/metrics` reports as `approvals_pending`.
+    pub fn held_per_namespace(&self) -> Vec<(String, u64)> {
+        let mut out = std::collections::BTreeMap::<String, u64>::new();
+        for w in self.lock().values() {
+            *out.entry(w.ns.as_str().to_string()).or_default() += 1;
+        }
+        out.into_iter().collect()
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<ApprovalEvent> {
         self.inner.events.subscribe()
     }

@@ -33,6 +33,7 @@
 //! against an append's ~100 µs (see BENCHMARKS.md for the measured cost).
 
 pub mod endpoint;
+mod held;
 mod runs;
 pub mod token;
 
@@ -121,6 +122,7 @@ struct Inner {
     spans_exported: Counter,
     spans_dropped: Counter,
     runs: runs::RunMetrics,
+    held: held::HeldSource,
     /// The bearer token `/metrics` requires; `None`: open (see `metrics::token`).
     token: Option<TokenSet>,
 }
@@ -220,6 +222,8 @@ impl Metrics {
         if let Some(sizes) = sizes {
             registry.register_collector(Box::new(SizesCollector(sizes)));
         }
+        let held = held::HeldSource::default();
+        registry.register_collector(Box::new(held::HeldCollector::new(held.clone())));
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -235,6 +239,7 @@ impl Metrics {
                 spans_exported,
                 spans_dropped,
                 runs,
+                held,
                 token,
             }),
         }
@@ -267,6 +272,12 @@ impl Metrics {
                 quota,
             })
             .inc();
+    }
+
+    /// Reports `read()` (the calls held for a person, per namespace) as
+    /// `approvals_pending{namespace}` at each scrape. Set once, by the composition root.
+    pub fn count_held(&self, read: impl Fn() -> Vec<(String, u64)> + Send + Sync + 'static) {
+        let _ = self.inner.held.set(Box::new(read));
     }
 
     /// What each namespace holds, for the usage gauges (read from the store periodically).

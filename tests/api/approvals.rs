@@ -96,6 +96,19 @@ fn call_as(
     })
 }
 
+/// The daemon's `/metrics` text (no metrics token is configured here).
+async fn scrape(app: &TestApp) -> String {
+    app.request(
+        "GET",
+        "/metrics",
+        &[],
+        "",
+        crate::helpers::Framing::ContentLength,
+    )
+    .await
+    .text()
+}
+
 async fn pending(app: &TestApp) -> Vec<Value> {
     pending_as(app, &app.api_token).await
 }
@@ -149,6 +162,11 @@ async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() 
         "the call answered before it was approved"
     );
     assert_eq!(marker.runs(), 0, "the tool ran before it was approved");
+    const PENDING: &str = r#"callbackd_approvals_pending{namespace="default"} "#;
+    assert!(
+        scrape(&app).await.contains(&format!("{PENDING}1")),
+        "/metrics counts the held call"
+    );
     let id = card["id"].as_str().unwrap().to_string();
     let r = decide(
         &app,
@@ -162,6 +180,10 @@ async fn an_approved_call_runs_and_the_stream_shows_the_card_and_the_decision() 
     let result = tokio::time::timeout(T, task).await.unwrap().unwrap();
     assert_eq!(result["deployed"], true, "{result}");
     assert_eq!(marker.runs(), 1, "the approved call ran its tool once");
+    assert!(
+        scrape(&app).await.contains(&format!("{PENDING}0")),
+        "/metrics: nothing held once decided"
+    );
     let resolved = s.next(T).await.unwrap();
     assert_eq!(resolved.kind(), "approval_resolved");
     assert_eq!(resolved.data().unwrap()["decision"], "approved");
