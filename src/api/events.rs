@@ -321,6 +321,9 @@ impl RunMapper {
                     message_id: format!("msg_{}", ev.seq),
                     text,
                     delta: 0,
+                    // Nothing the bridge sends or stores marks where a retried attempt
+                    // starts, and guessing would mislabel a model's repeated tool call:
+                    // run-api.md, "Attempts".
                     attempt: 1,
                 }
             }

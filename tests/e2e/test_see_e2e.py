@@ -162,3 +162,39 @@ def test_update_plan_shows_a_plan(setup_env, tmp_path):
     replay = read_all(r)
     c.close()
     assert durable(replay) == durable(live)
+
+
+def test_a_retried_turn_and_a_repeated_tool_call_look_alike_so_neither_is_labelled(setup_env, tmp_path):
+    """Issue 21 item 3. The bridge retries a failed turn without telling anyone (run-api.md,
+    "Attempts"): its four attempts are stored exactly like a model that calls the same tool
+    again in one attempt. callbackd therefore labels neither: every snapshot says attempt 1,
+    live and replayed, and the retried turn shows all four attempts' tool calls."""
+    s = ApiStack(setup_env, tmp_path, scenario="toolerror")
+    say, call = {"text": "Calling the echo tool."}, {"tool": "echo", "args": {"text": "ping"}}
+    s.backend.post_script({"steps": [say, call, say, call, {"text": "done"}],
+                           "usage": {"inputTokens": 20, "outputTokens": 12}})
+    sid = s.session()
+    runs = {}
+    for name in ("repeated", "retried"):
+        c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "call the echo tool"})
+        live = [d for kind, i, d, _ in read_all(r, limit=120) if kind == "event" and i is not None]
+        c.close()
+        status, page = s.api.call("GET", f"/v1/runs/{live[0]['run_id']}/events?limit=500")
+        assert status == 200 and page["events"] == live, (page, live)
+        runs[name] = live
+
+    def groups(events):
+        """(type, text or tool and arguments) of each event between the RUNNING step and the end."""
+        return [(e["type"], e.get("text") or (e.get("tool"), e.get("arguments")))
+                for e in events[2:-1] if e["type"] != "usage"]
+
+    repeated, retried = runs["repeated"], runs["retried"]
+    assert repeated[-1]["type"] == "completed" and retried[-1]["type"] == "error", (repeated, retried)
+    one = groups(retried)[:3]
+    assert [t for t, _ in one] == ["message_snapshot", "tool_started", "tool_completed"], one
+    assert groups(retried) == one * 4, groups(retried)
+    assert groups(repeated)[:6] == one * 2, groups(repeated)
+    ids = [e["tool_call_id"] for e in retried if e["type"] == "tool_started"]
+    assert len(set(ids)) == 4, ids
+    for events in (repeated, retried):
+        assert {e["attempt"] for e in events if e["type"] == "message_snapshot"} == {1}, events
