@@ -98,6 +98,12 @@ struct Opts {
     /// append: events per run.
     #[arg(long)]
     events: Option<usize>,
+    /// append: runs that end, as the telemetry workload appends them (each run's document
+    /// created before the phase, its last event `status FINISHED`, run ids scattered), so a
+    /// daemon started by hand with `[telemetry]` (--url) exports every run's spans: how the
+    /// telemetry cost is counted under callgrind (BENCHMARKS.md, "Telemetry").
+    #[arg(long)]
+    append_finish: bool,
     /// append: client counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 64])]
     append_clients: Vec<usize>,
@@ -296,8 +302,8 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     events: sizes.events,
                     payloads: payloads.clone(),
                     auth: Vec::new(),
-                    scatter: false,
-                    finish: false,
+                    scatter: opts.append_finish,
+                    finish: opts.append_finish,
                 });
                 for &c in &opts.append_clients {
                     let mut pairs = Vec::new();
