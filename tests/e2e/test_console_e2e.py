@@ -653,6 +653,11 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
         assert result["status"] == "success" and json.loads(result["value"]["content"][0]["text"]["text"]) == {
             "items": 3, "updated": True}, shown
         assert b("eval", js="() => /20\\d\\d/.test(document.querySelector('.transcript .start time').title)")
+        # The raw JSON of the events behind a row, on demand (closed until asked for).
+        raw = b("eval", js="""() => { const d = document.querySelector('.transcript .tool[data-outcome="ok"] details.raw');
+            return {open: d.open, text: d.querySelector('pre').textContent} }""")
+        # (update_plan's call starts with its `plan` event, which stands for tool_started)
+        assert not raw["open"] and '"type": "plan"' in raw["text"] and '"type": "tool_completed"' in raw["text"], raw
         shot("plan.png")
         b("goto", url=f"{base}/ui/#/sessions/{sids[0]}")
         b("wait", selector="#delete-session")

@@ -209,6 +209,19 @@ test("the ask_user call's row waits for an answer, not 'running…', and runs on
   assert.deepEqual([m.byKey.get("tool:t2").state, m.byKey.get("tool:t2").reason], ["error", "expired: not answered"]);
 });
 
+test("each row keeps the stream events that made it, for the raw JSON on demand", () => {
+  const m = new RunModel("r1");
+  const at = "2026-12-01T10:00:00.000Z";
+  const started = { type: "tool_started", seq: 1, at, tool_call_id: "t1", tool: "echo", arguments: { x: 1 } };
+  const done = { type: "tool_completed", seq: 2, at, tool_call_id: "t1", tool: "echo", outcome: "ok", duration_ms: 3, result: { y: 2 } };
+  m.apply(started, true);
+  m.apply(started, true);
+  m.apply(done, true);
+  assert.deepEqual(m.byKey.get("tool:t1").raw, [started, done], "each event once, in order");
+  m.apply({ type: "run_started", seq: 3, at, run_id: "r1", session_id: "s1", agent: { id: "s1" } }, true);
+  assert.equal(m.byKey.get("seq:3").raw[0].type, "run_started");
+});
+
 test("the prompt, a call's arguments and result, and a plan that stands for its call's start", () => {
   const m = new RunModel("r1");
   const at = "2026-12-01T10:00:00.000Z";

@@ -34,12 +34,26 @@ export class RunModel {
     } else {
       Object.assign(item, fields);
     }
+    // The stream events that made the row, for "JSON" on demand (each once).
+    if (this.current) {
+      item.raw = item.raw || [];
+      if (!item.raw.includes(this.current)) item.raw.push(this.current);
+    }
     item.rev = (item.rev || 0) + 1;
     return item;
   }
 
   /** Applies one stream event. `durable`: it had an id line (the follower drops repeats). */
   apply(ev, durable) {
+    this.current = ev;
+    try {
+      this.applyEvent(ev, durable);
+    } finally {
+      this.current = null;
+    }
+  }
+
+  applyEvent(ev, durable) {
     if (durable && typeof ev.seq === "number") this.lastSeq = Math.max(this.lastSeq, ev.seq);
     if (ev.run_id && !this.runId) this.runId = ev.run_id;
     switch (ev.type) {
@@ -346,7 +360,19 @@ function jsonBlock(label, value, cut, callId) {
     cut ? h("p.muted.small", {}, `Cut at 64 KiB: the whole value is at GET /v1/runs/…/tool_calls/${callId}.`) : null);
 }
 
+/** The stream events behind a row, as the API sent them: closed until asked for. */
+function rawBlock(events) {
+  return h("details.json.raw", {},
+    h("summary", {}, "JSON"),
+    h("pre", {}, events.map((e) => JSON.stringify(e, null, 2)).join("\n")));
+}
+
 function renderItem(li, item, decide) {
+  renderRow(li, item, decide);
+  if (item.kind !== "raw" && item.raw && item.raw.length) li.append(rawBlock(item.raw));
+}
+
+function renderRow(li, item, decide) {
   li.className = `item ${item.kind}`;
   li.dataset.key = item.key;
   if (item.seq !== undefined) li.dataset.seq = item.seq;
