@@ -18,7 +18,6 @@ use serde_json::Value;
 
 use super::problem::Problem;
 use super::reader::Listed;
-use super::sessions::RunPage;
 use super::{json_response, limit, query, ApiState, Caller};
 use crate::clock::{now_ms, parse_time_ms, rfc3339_ms};
 use crate::store::find::{CreatedCursor, RunQuery, SessionQuery};
@@ -154,21 +153,7 @@ pub async fn runs(
     let q = query(&uri)?;
     let query = run_query(&q, 50)?;
     let page = listed(&state.records().find_runs(&caller.ns, query).await?)?;
-    let mut runs = Vec::with_capacity(page.items.len());
-    for doc in &page.items {
-        let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
-        let pos = state.records().run_positions(&caller.ns, run_id).await?;
-        let mut run = super::runs::summary(&state, &caller.ns, doc, pos, false).await?;
-        run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
-        runs.push(run);
-    }
-    Ok(json_response(
-        StatusCode::OK,
-        &RunPage {
-            runs,
-            next_cursor: page.next_cursor,
-        },
-    ))
+    super::sessions::run_page(&state, &caller.ns, page).await
 }
 
 /// Token totals (the runs' `usage`; a run without usage adds nothing).

@@ -231,12 +231,22 @@ pub async fn runs(
                 .filter(|c| !c.is_empty()),
         )
         .await?;
+    run_page(&state, &caller.ns, page).await
+}
+
+/// A page of run documents as the API's `RunPage`, each run's summary with the start of its
+/// input (a list shows the start of each input; the run's own state has it whole): a
+/// session's runs and the runs search alike.
+pub(super) async fn run_page(
+    state: &ApiState,
+    ns: &crate::store::Namespace,
+    page: Listed,
+) -> Result<Response, Problem> {
     let mut runs = Vec::with_capacity(page.items.len());
     for doc in &page.items {
         let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
-        let pos = state.records().run_positions(&caller.ns, run_id).await?;
-        let mut run = super::runs::summary(&state, &caller.ns, doc, pos, false).await?;
-        // A list shows the start of each input; the run's own state has it whole.
+        let pos = state.records().run_positions(ns, run_id).await?;
+        let mut run = super::runs::summary(state, ns, doc, pos, false).await?;
         run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
         runs.push(run);
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{agent, run, Framing, TestApp, TOOL_PATH};
+use crate::helpers::{agent, run, TestApp, TOOL_PATH};
 use crate::sse::Frame;
 
 const T: Duration = Duration::from_secs(10);
@@ -77,23 +77,8 @@ fn call_as(
 ) -> tokio::task::JoinHandle<Value> {
     let app = app.clone();
     let body = json!({"toolName": "deploy", "args": {"env": env}, "toolCallId": call_id, "agentId": agent_id});
-    let auth = format!("Bearer {tool_token}");
-    tokio::spawn(async move {
-        let r = app
-            .request(
-                "POST",
-                TOOL_PATH,
-                &[
-                    ("content-type", "application/json"),
-                    ("authorization", &auth),
-                ],
-                body.to_string(),
-                Framing::Chunked,
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text());
-        r.json()["result"].clone()
-    })
+    let tool_token = tool_token.to_string();
+    tokio::spawn(async move { app.call_tool_as(&tool_token, &body).await })
 }
 
 /// The daemon's `/metrics` text (no metrics token is configured here).

@@ -347,6 +347,26 @@ impl TestApp {
         }
     }
 
+    /// CallCustomTool as the bridge makes it (JSON, chunked) with `tool_token`; asserts a
+    /// `200` and gives the call's `result`.
+    pub async fn call_tool_as(&self, tool_token: &str, body: &Value) -> Value {
+        let auth = format!("Bearer {tool_token}");
+        let r = self
+            .request(
+                "POST",
+                TOOL_PATH,
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", &auth),
+                ],
+                body.to_string(),
+                Framing::Chunked,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()["result"].clone()
+    }
+
     /// CallStore with the JSON codec, framed like the bridge (chunked).
     pub async fn call_store(&self, substore: &str, method: &str, input: Value) -> Resp {
         self.call_store_framed(substore, method, input, Framing::Chunked)

@@ -13,7 +13,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::{json, Value};
 
-use crate::helpers::{agent, run, Framing, TestApp, TOOL_PATH};
+use crate::helpers::{agent, run, Framing, TestApp};
 use crate::run_api::append;
 
 const T: Duration = Duration::from_secs(10);
@@ -157,23 +157,7 @@ async fn approved_turn(app: &Arc<TestApp>, run_id: &str, call_id: &str) {
     let call = {
         let app = app.clone();
         let body = json!({"toolName": "deploy", "args": {"env": "prod-secret-env"}, "toolCallId": call_id, "agentId": "a1"});
-        tokio::spawn(async move {
-            let auth = format!("Bearer {}", app.tool_token);
-            let r = app
-                .request(
-                    "POST",
-                    TOOL_PATH,
-                    &[
-                        ("content-type", "application/json"),
-                        ("authorization", &auth),
-                    ],
-                    body.to_string(),
-                    Framing::Chunked,
-                )
-                .await;
-            assert_eq!(r.status, 200, "{}", r.text());
-            r.json()["result"].clone()
-        })
+        tokio::spawn(async move { app.call_tool_as(&app.tool_token, &body).await })
     };
     let id = loop {
         let list = app.api_get("/v1/approvals").await.json();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{agent, run, Framing, TestApp, TOOL_PATH};
+use crate::helpers::{agent, run, TestApp};
 use crate::run_api::append;
 use crate::sse::durable;
 
@@ -47,20 +47,7 @@ async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle
     let app2 = app.clone();
     let body = json!({"toolName": "deploy", "args": {}, "toolCallId": call_id, "agentId": "a1"});
     let task = tokio::spawn(async move {
-        let auth = format!("Bearer {}", app2.tool_token);
-        let r = app2
-            .request(
-                "POST",
-                TOOL_PATH,
-                &[
-                    ("content-type", "application/json"),
-                    ("authorization", &auth),
-                ],
-                body.to_string(),
-                Framing::Chunked,
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text());
+        app2.call_tool_as(&app2.tool_token, &body).await;
     });
     for _ in 0..200 {
         let list = app.api_get("/v1/approvals").await.json();
