@@ -592,7 +592,8 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
         b("fill", selector="#session-q", text="nothing like it")
         b("click", selector="#session-search")
         b("wait", selector="table.sessions tbody tr", state="detached")
-        assert "No sessions match" in b("eval", js="() => document.querySelector('main [role=status]').textContent")
+        # The rows go at once; the status says "Loading…" until the answer, then why it is empty.
+        b("wait", selector="main [role=status]:has-text('No sessions match')")
 
         # Runs of every session; a search by what was asked.
         b("goto", url=f"{base}/ui/#/runs")

@@ -158,7 +158,7 @@ function sessionsPage() {
   const status = h("p.muted", { role: "status" }, "Loading…");
   const head = h("div.page-head", {}, h("h1", {}, "Sessions"), canWrite() ? newSessionForm() : null);
   let filter = ""; // q= and status= (sessions.js)
-  const search = sessionSearch((p) => { filter = p; cursor = null; body.replaceChildren(); load(); });
+  const search = sessionSearch((p) => { filter = p; cursor = null; body.replaceChildren(); status.textContent = "Loading…"; load(); });
   fill(main, head, search,
     h("div.table-wrap", {}, h("table.sessions", {},
       h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "Status"), h("th.c-model", {}, "Model"),
