@@ -47,7 +47,7 @@
 //! store
 //! tokens
 //! config
-//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain
+//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent
 //! ```
 
 pub mod api;
@@ -65,6 +65,7 @@ pub mod error_chain;
 pub mod health;
 mod metrics;
 pub mod namespaces;
+mod percent;
 pub mod proto;
 pub mod rpc;
 pub mod secret;

@@ -305,29 +305,11 @@ pub fn query(uri: &http::Uri) -> Result<HashMap<String, String>, Problem> {
     Ok(out)
 }
 
+/// A query key or value decoded (`crate::percent::decode_query`), or a problem naming it.
 fn percent_decode(s: &str) -> Result<String, Problem> {
-    let bad = || Problem::invalid(format!("the query string has a malformed escape in {s:?}"));
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let hex = s.get(i + 1..i + 3).ok_or_else(bad)?;
-                out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map_err(|_| bad())
+    crate::percent::decode_query(s).ok_or_else(|| {
+        Problem::invalid(format!("the query string has a malformed escape in {s:?}"))
+    })
 }
 
 async fn wrong_method(method: http::Method, uri: http::Uri) -> Problem {

@@ -75,7 +75,7 @@ pub(super) fn parse_env_headers(
             .split_once('=')
             .ok_or_else(|| bad(format!("{:?} is not name=value", first_chars(pair))))?;
         let name = name.trim().to_ascii_lowercase();
-        let value = percent_decode(value.trim()).ok_or_else(|| {
+        let value = crate::percent::decode(value.trim()).ok_or_else(|| {
             bad(format!(
                 "the value of {name:?} is not valid percent-encoding"
             ))
@@ -90,21 +90,4 @@ pub(super) fn parse_env_headers(
 fn first_chars(s: &str) -> String {
     let name = s.split('=').next().unwrap_or("");
     name.chars().take(20).collect()
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }

@@ -380,7 +380,7 @@ impl Compiler<'_> {
             .ok_or_else(|| schema_err(here, "must be a string"))?;
         let pointer = target
             .strip_prefix('#')
-            .and_then(percent_decode)
+            .and_then(crate::percent::decode)
             .filter(|p| p.is_empty() || p.starts_with('/'))
             .filter(|p| self.root.pointer(p).is_some())
             .ok_or_else(|| {
@@ -572,26 +572,6 @@ fn count(v: &Value, here: &str) -> Result<usize, SchemaError> {
         }),
         _ => Err(schema_err(here, "must be a non-negative integer")),
     }
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_string());
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 pub(super) fn escape_pointer(key: &str) -> String {
