@@ -59,12 +59,19 @@ pub fn payload_template(
     (head, true)
 }
 
-fn payload_head(instance: &str, schema: &str, ns: &Namespace, run_id: &str) -> String {
-    let mut p = String::with_capacity(96 + run_id.len());
+/// The opening every payload shares: the sending daemon and the schema (`{"i":…,"s":…`),
+/// with room for `extra` more bytes.
+fn payload_open(instance: &str, schema: &str, extra: usize) -> String {
+    let mut p = String::with_capacity(48 + extra);
     p.push_str(r#"{"i":"#);
     p.push_str(&json_str(instance));
     p.push_str(r#","s":"#);
     p.push_str(&json_str(schema));
+    p
+}
+
+fn payload_head(instance: &str, schema: &str, ns: &Namespace, run_id: &str) -> String {
+    let mut p = payload_open(instance, schema, 48 + run_id.len());
     p.push_str(r#","ns":"#);
     p.push_str(&json_str(ns.as_str()));
     p.push_str(r#","r":"#);
@@ -75,11 +82,7 @@ fn payload_head(instance: &str, schema: &str, ns: &Namespace, run_id: &str) -> S
 
 /// The payload that tells every follower of the schema to re-read (a run id too long).
 fn resync_payload(instance: &str, schema: &str) -> String {
-    let mut p = String::with_capacity(48);
-    p.push_str(r#"{"i":"#);
-    p.push_str(&json_str(instance));
-    p.push_str(r#","s":"#);
-    p.push_str(&json_str(schema));
+    let mut p = payload_open(instance, schema, 12);
     p.push_str(r#","all":true}"#);
     p
 }
@@ -94,11 +97,7 @@ fn digits(n: i64) -> usize {
 /// The payload of an approval change's notification (ids are short: no cap needed beyond
 /// the one the id's own length keeps).
 pub fn approval_payload(instance: &str, schema: &str, ns: &Namespace, id: &str) -> String {
-    let mut p = String::with_capacity(64 + id.len());
-    p.push_str(r#"{"i":"#);
-    p.push_str(&json_str(instance));
-    p.push_str(r#","s":"#);
-    p.push_str(&json_str(schema));
+    let mut p = payload_open(instance, schema, 16 + id.len());
     p.push_str(r#","ns":"#);
     p.push_str(&json_str(ns.as_str()));
     p.push_str(r#","a":"#);
