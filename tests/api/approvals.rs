@@ -53,12 +53,7 @@ async fn spawn(extra: &str) -> (Arc<TestApp>, Marker) {
     let marker = Marker::new();
     let tool = deploy_tool(&marker, extra);
     let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
-    let mut a = agent("a1", "/ws", 1_780_000_000_000);
-    a["activeRunId"] = json!("r1");
-    app.store_ok("agents", "create", json!({"agent": a})).await;
-    let mut r = run("a1", "r1", 1);
-    r["status"] = json!("running");
-    app.store_ok("runs", "create", json!({"run": r})).await;
+    app.running_run_r1().await;
     (Arc::new(app), marker)
 }
 
@@ -430,12 +425,7 @@ async fn a_restart_while_an_approval_is_pending_cancels_it() {
         c.server.shutdown_grace_ms = 300;
     })
     .await;
-    let mut a = agent("a1", "/ws", 1_780_000_000_000);
-    a["activeRunId"] = json!("r1");
-    app.store_ok("agents", "create", json!({"agent": a})).await;
-    let mut r = run("a1", "r1", 1);
-    r["status"] = json!("running");
-    app.store_ok("runs", "create", json!({"run": r})).await;
+    app.running_run_r1().await;
     // The bridge's call, on a connection of its own that outlives nothing but the daemon.
     let (addr, auth) = (app.addr, format!("Bearer {}", app.tool_token));
     let bridge = tokio::spawn(async move {

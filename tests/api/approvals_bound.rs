@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{agent, run, TestApp, TOOL_PATH};
+use crate::helpers::{run, TestApp, TOOL_PATH};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -44,12 +44,7 @@ async fn setup(extra: &str, tweak: impl FnOnce(&mut callbackd::config::Config)) 
         tweak(c);
     })
     .await;
-    let mut a = agent("a1", "/ws", 1_780_000_000_000);
-    a["activeRunId"] = json!("r1");
-    app.store_ok("agents", "create", json!({"agent": a})).await;
-    let mut r = run("a1", "r1", 1);
-    r["status"] = json!("running");
-    app.store_ok("runs", "create", json!({"run": r})).await;
+    app.running_run_r1().await;
     Setup {
         app: Arc::new(app),
         marker,

@@ -482,17 +482,8 @@ async fn runs_are_found_across_sessions_newest_first_paged_and_usage_adds_up() {
 
 #[tokio::test]
 async fn another_namespaces_session_is_not_found_and_a_deleted_one_gives_its_quota_back() {
-    use callbackd::secret::Secret;
-    let t = |role: &str| format!("q-{role}-token-0123456789abcdef");
-    let mut q = callbackd::namespaces::NamespaceConfig {
-        name: "q".into(),
-        store_token: Some(Secret::new(t("store"))),
-        tool_token: Some(Secret::new(t("tool"))),
-        api_token: Some(Secret::new(t("api"))),
-        api_read_token: Some(Secret::new(t("read"))),
-        ..Default::default()
-    };
-    q.quotas.max_agents = Some(1);
+    let t = crate::helpers::q_token;
+    let q = crate::helpers::namespace_q(1);
     let mut app = TestApp::spawn_with(move |c| c.namespaces = vec![q]).await;
     let default_api = app.api_token.clone();
     app.store_token = t("store");

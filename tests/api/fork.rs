@@ -549,17 +549,8 @@ async fn a_retry_needs_its_text_and_a_bridge_and_creates_nothing_without_them() 
 
 #[tokio::test]
 async fn forks_count_against_the_namespace_quota_and_stay_in_their_namespace() {
-    use callbackd::secret::Secret;
-    let t = |role: &str| format!("q-{role}-token-0123456789abcdef");
-    let mut q = callbackd::namespaces::NamespaceConfig {
-        name: "q".into(),
-        store_token: Some(Secret::new(t("store"))),
-        tool_token: Some(Secret::new(t("tool"))),
-        api_token: Some(Secret::new(t("api"))),
-        api_read_token: Some(Secret::new(t("read"))),
-        ..Default::default()
-    };
-    q.quotas.max_agents = Some(2);
+    let t = crate::helpers::q_token;
+    let q = crate::helpers::namespace_q(2);
     let mut app = TestApp::spawn_with(move |c| c.namespaces = vec![q]).await;
     // Session a1 of the default namespace: its runs do not exist for namespace q.
     three_turns(&app).await;

@@ -347,6 +347,17 @@ impl TestApp {
         }
     }
 
+    /// Session `a1` whose active run `r1` is running, as the bridge stores them before a
+    /// turn's tool calls.
+    pub async fn running_run_r1(&self) {
+        let mut a = agent("a1", "/ws", 1_780_000_000_000);
+        a["activeRunId"] = json!("r1");
+        self.store_ok("agents", "create", json!({"agent": a})).await;
+        let mut r = run("a1", "r1", 1);
+        r["status"] = json!("running");
+        self.store_ok("runs", "create", json!({"run": r})).await;
+    }
+
     /// CallCustomTool as the bridge makes it (JSON, chunked) with `tool_token`; asserts a
     /// `200` and gives the call's `result`.
     pub async fn call_tool_as(&self, tool_token: &str, body: &Value) -> Value {
@@ -535,4 +546,24 @@ pub fn run(agent_id: &str, run_id: &str, turn: i64) -> Value {
         "updatedAt": 1_780_000_000_000i64 + turn, "startedAt": null, "endedAt": null,
         "startCheckpointRef": null, "latestCheckpointRef": null
     })
+}
+
+/// The token of `role` (`store`, `tool`, `api`, `read`) of namespace `q` ([`namespace_q`]).
+pub fn q_token(role: &str) -> String {
+    format!("q-{role}-token-0123456789abcdef")
+}
+
+/// A second namespace `q`, with every token ([`q_token`]) and at most `max_agents` agents.
+pub fn namespace_q(max_agents: i64) -> callbackd::namespaces::NamespaceConfig {
+    use callbackd::secret::Secret;
+    let mut q = callbackd::namespaces::NamespaceConfig {
+        name: "q".into(),
+        store_token: Some(Secret::new(q_token("store"))),
+        tool_token: Some(Secret::new(q_token("tool"))),
+        api_token: Some(Secret::new(q_token("api"))),
+        api_read_token: Some(Secret::new(q_token("read"))),
+        ..Default::default()
+    };
+    q.quotas.max_agents = Some(max_agents);
+    q
 }

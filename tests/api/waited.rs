@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::helpers::{agent, run, TestApp};
+use crate::helpers::TestApp;
 use crate::run_api::append;
 use crate::sse::durable;
 
@@ -26,12 +26,7 @@ approval = "always"
     )
     .unwrap();
     let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
-    let mut a = agent("a1", "/ws", 1_780_000_000_000);
-    a["activeRunId"] = json!("r1");
-    app.store_ok("agents", "create", json!({"agent": a})).await;
-    let mut r = run("a1", "r1", 1);
-    r["status"] = json!("running");
-    app.store_ok("runs", "create", json!({"run": r})).await;
+    app.running_run_r1().await;
     Arc::new(app)
 }
 
