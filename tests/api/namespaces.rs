@@ -565,10 +565,12 @@ async fn a_reload_rotates_tokens_and_closes_revoked_streams_without_a_restart() 
 }
 
 #[tokio::test]
-async fn concurrent_creates_stop_exactly_at_max_agents_and_delayed_appends_keep_the_rate() {
+async fn concurrent_creates_and_appends_stop_exactly_at_their_quotas_and_delayed_appends_keep_the_rate(
+) {
     let (a, d) = (Tokens::new("a", 1), Tokens::new("d", 1));
     let mut ca = entry("a", &a);
     ca.quotas.max_agents = Some(3);
+    ca.quotas.max_events_per_run = Some(5);
     let mut cd = entry("d", &d);
     cd.quotas.max_appends_per_second = Some(20);
     let mut app = TestApp::spawn_with(move |c| c.namespaces = vec![ca, cd]).await;
@@ -592,6 +594,35 @@ async fn concurrent_creates_stop_exactly_at_max_agents_and_delayed_appends_keep_
         .await
         .unwrap();
     assert_eq!(list["items"].as_array().unwrap().len(), 3);
+
+    // max_events_per_run under concurrent appends (on PostgreSQL they share transactions):
+    // exactly the quota is written per run, gap-free, every other append refused.
+    let appends = (0..24).map(|i| {
+        app.call_store(
+            "runEvents",
+            "append",
+            json!({"runId": format!("q{}", i % 2), "eventType": "e", "payload": {"i": i}}),
+        )
+    });
+    let answers = futures_util::future::join_all(appends).await;
+    assert_eq!(answers.iter().filter(|r| r.status == 200).count(), 10);
+    assert!(answers
+        .iter()
+        .filter(|r| r.status != 200)
+        .all(|r| r.code() == "resource_exhausted"));
+    for run in ["q0", "q1"] {
+        let events = app
+            .store_ok("runEvents", "list", json!({"runId": run}))
+            .await
+            .unwrap();
+        let seqs: Vec<u64> = events["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [1, 2, 3, 4, 5], "run {run}");
+    }
 
     // over_rate = "delay" (the default): every append gets through, at the rate.
     act_as(&mut app, &d);

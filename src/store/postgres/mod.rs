@@ -13,6 +13,7 @@ mod check;
 mod db;
 pub mod dump;
 mod error;
+mod group;
 mod listen;
 pub mod migrate;
 mod records;
@@ -121,6 +122,8 @@ struct Inner {
     events: broadcast::Sender<StoreNotice>,
     max_page_size: usize,
     schema: String,
+    /// Appends waiting to be grouped into a shared transaction.
+    appends: group::Queue,
 }
 
 impl PgStore {
@@ -263,6 +266,7 @@ impl PgStore {
             events,
             max_page_size: opts.max_page_size.max(1),
             schema,
+            appends: group::Queue::new(),
         })
     }
 
@@ -388,11 +392,6 @@ impl Inner {
             return Ok((sql::call::read(&db, ns.as_str(), call).await?, None));
         }
         let mut client = self.pool.get().await?;
-        if let StoreCall::EventsAppend(ev) = call {
-            // One statement, one round trip, its own transaction (see `append`).
-            let db = Db::client(&client, self.prepared);
-            return append::append(&db, ns, ev, &self.instance, &self.schema).await;
-        }
         let tx = client.transaction().await?;
         let db = Db::tx(&tx, self.prepared);
         let (output, notice) = sql::call::write(&db, ns, call).await?;
@@ -423,7 +422,11 @@ impl Store for PgStore {
         let call = call.clamp(self.inner.max_page_size);
         let inner = self.inner.clone();
         self.spawn(async move {
-            let (output, notice) = inner.retrying(|| inner.call_once(&ns, &call)).await?;
+            let (output, notice) = match call {
+                // One statement, grouped with concurrent appends (see `group`).
+                StoreCall::EventsAppend(ev) => inner.append(ns, ev).await?,
+                call => inner.retrying(|| inner.call_once(&ns, &call)).await?,
+            };
             if let Some(notice) = notice {
                 // No receivers is fine: nobody is following live.
                 let _ = inner.events.send(StoreNotice::Appended(notice));
