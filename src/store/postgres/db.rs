@@ -8,8 +8,9 @@
 //! Every statement carries its parameter types, so both paths run the same SQL.
 
 use deadpool_postgres::{ClientWrapper, Transaction};
+use futures_util::TryStreamExt;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Error, Row};
+use tokio_postgres::{Error, Row, RowStream};
 
 use super::error::Fail;
 use crate::store::sql::{self, Dialect, Exec, Value};
@@ -46,6 +47,24 @@ impl<'a> Db<'a> {
             }
             Db::Client(c, false) => c.query_typed(sql, params).await,
             Db::Tx(t, false) => t.query_typed(sql, params).await,
+        }
+    }
+
+    /// The rows of a statement as they arrive, to be read one at a time (a replay page is
+    /// built while its rows are still coming, instead of after all of them were collected).
+    pub async fn rows(&self, sql: &str, params: &[Param<'_>]) -> Result<RowStream, Error> {
+        let typed = || params.iter().map(|(v, t)| (*v, t.clone()));
+        match *self {
+            Db::Client(c, true) => {
+                let stmt = c.prepare_typed_cached(sql, &types(params)).await?;
+                c.query_raw(&stmt, values(params)).await
+            }
+            Db::Tx(t, true) => {
+                let stmt = t.prepare_typed_cached(sql, &types(params)).await?;
+                t.query_raw(&stmt, values(params)).await
+            }
+            Db::Client(c, false) => c.query_typed_raw(sql, typed()).await,
+            Db::Tx(t, false) => t.query_typed_raw(sql, typed()).await,
         }
     }
 
@@ -93,7 +112,9 @@ impl Exec for Db<'_> {
         params: &[Value<'_>],
         each: &mut (dyn FnMut(&dyn sql::Row) -> Result<(), StoreError> + Send),
     ) -> Result<(), Fail> {
-        for row in self.query(sql, &typed(params)).await? {
+        let rows = self.rows(sql, &typed(params)).await?;
+        let mut rows = std::pin::pin!(rows);
+        while let Some(row) = rows.try_next().await? {
             each(&row)?;
         }
         Ok(())
