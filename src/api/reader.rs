@@ -178,13 +178,13 @@ pub struct Listed {
 }
 
 fn listed(output: &Option<String>) -> Result<Listed, Problem> {
-    let v = parse(output.as_deref().unwrap_or("{}"))?;
+    let mut v = parse(output.as_deref().unwrap_or("{}"))?;
+    let items = match v.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
     Ok(Listed {
-        items: v
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
+        items,
         next_cursor: str_of(&v, "nextCursor").filter(|c| !c.is_empty()),
     })
 }
