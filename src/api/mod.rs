@@ -23,6 +23,7 @@ mod hub;
 mod live_tokens;
 mod messages;
 pub mod openapi;
+mod pipe;
 mod problem;
 mod questions;
 pub(crate) mod reader;

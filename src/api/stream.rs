@@ -3,7 +3,7 @@
 //! read again. A missed notification costs one re-read, never an event; only a failed read
 //! is a `stream_gap`.
 //!
-//! Each stream is a task that writes SSE frames into a small bounded channel the response
+//! Each stream is a task that writes SSE frames into a small bounded queue ([`super::pipe`]) the response
 //! body reads from: a slow reader never holds up appends or other readers (they all read
 //! the store themselves), and one that stops taking frames for `api.slow_reader_ms` is
 //! dropped, to resume from the store with `after`.
@@ -16,12 +16,13 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
 use serde_json::Value;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::events::{event_json, Control};
 use super::feed::{FeedError, Private, RunCtx};
 use super::live_tokens::{Fragment, Relay};
+use super::pipe::{self, Writer};
 use super::reader::{is_terminal, Reader};
 use super::ApiState;
 use crate::clock::now_ms;
@@ -65,7 +66,7 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
         slot.release();
     }
     plan.run_doc = slim(&plan.run_doc);
-    let (tx, rx) = mpsc::channel::<Bytes>(FRAMES);
+    let (tx, rx) = pipe::pipe(FRAMES);
     tokio::spawn(async move {
         let _open = state.metrics().stream_guard();
         let mut out = Out {
@@ -84,7 +85,7 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
             }
         }
     });
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+    let body = futures_util::stream::unfold(rx, |rx| async move {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
     });
     let mut response = Body::from_stream(body).into_response();
@@ -142,7 +143,7 @@ impl Drop for Following {
 struct Stop;
 
 struct Out {
-    tx: mpsc::Sender<Bytes>,
+    tx: Writer,
     slow: Duration,
     /// `api.retry_ms`, until the first write: every stream starts with an SSE `retry:`
     /// field (in its first block), so a browser's `EventSource` waits that long before it
