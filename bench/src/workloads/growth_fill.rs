@@ -425,6 +425,10 @@ fn sqlite_fill(path: &Path, l: &Layout, from: u64, to: u64, events: u64) -> anyh
         r = end;
     }
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    drop(conn);
+    // Written without fsync: flush it now, or the daemon's first checkpoint fsync would wait
+    // for gigabytes of the filler's dirty pages and show as a seconds-long append stall.
+    std::fs::File::open(path)?.sync_all()?;
     Ok(())
 }
 
@@ -644,7 +648,13 @@ async fn pg_fill(
         tx.commit().await?;
         r = end;
     }
-    client.batch_execute("ANALYZE").await?;
+    client
+        .batch_execute("ANALYZE agents, runs, run_events, run_seqs")
+        .await?;
+    // The fill's dirty buffers written out now, not by a checkpoint during the measurements.
+    if let Err(e) = client.batch_execute("CHECKPOINT").await {
+        eprintln!("  growth: CHECKPOINT after the fill: {e} (needs superuser or pg_checkpoint)");
+    }
     Ok(())
 }
 
