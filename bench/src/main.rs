@@ -152,6 +152,10 @@ struct Opts {
     /// growth: time `callbackd backup` (SQLite) only up to this many events.
     #[arg(long, default_value_t = u64::MAX)]
     growth_backup_max: u64,
+    /// growth on PostgreSQL: keep the filled schema afterwards (to EXPLAIN queries on it;
+    /// drop it by hand). A SQLite store goes with its scratch directory regardless.
+    #[arg(long)]
+    growth_keep: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -526,7 +530,8 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     tag: &tag,
                     sizes,
                     backup_max: opts.growth_backup_max,
-                    passes: if opts.quick { 1 } else { 5 },
+                    passes: if opts.quick { 1 } else { 20 },
+                    reps,
                     append_runs: if opts.quick {
                         [(1, 5), (16, 10)]
                     } else {
@@ -594,8 +599,10 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
         server = restarted;
     }
     drop(server);
-    if let Some(store) = &grown {
-        workloads::growth::cleanup(store).await?;
+    match &grown {
+        Some(store) if !opts.growth_keep => workloads::growth::cleanup(store).await?,
+        Some(_) => eprintln!("growth: the filled schema bench_{tag} is kept (--growth-keep)"),
+        None => {}
     }
     Ok(report)
 }
