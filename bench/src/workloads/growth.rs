@@ -68,6 +68,9 @@ pub struct GrowthRow {
     pub agents: Measured,
     pub runs_list: Option<Measured>,
     pub disk: u64,
+    /// An append to the newest filled run, which must number it one after the filled ones
+    /// (the daemon continues a filled run as one it wrote: PostgreSQL's `run_seqs`).
+    pub continued: Result<(), String>,
     pub prune: Result<Duration, String>,
     pub backup: Option<Result<Duration, String>>,
 }
@@ -79,6 +82,7 @@ impl GrowthRow {
             + m(&self.replay)
             + m(&self.agents)
             + self.runs_list.as_ref().map_or(0, m)
+            + u64::from(self.continued.is_err())
             + u64::from(self.prune.is_err())
             + u64::from(matches!(self.backup, Some(Err(_))))
     }
@@ -137,6 +141,7 @@ pub async fn run(mut server: Target, g: &Growth<'_>) -> anyhow::Result<(Target, 
             ready.as_secs_f64() * 1e3
         );
 
+        let continued = continue_run(&server, &layout, next_run - 1).await?;
         let replay_id = layout.run_id(0);
         let (mut replays, mut lists, mut finds) = (Vec::new(), Vec::new(), Vec::new());
         let mut appends: Vec<Vec<Measured>> = vec![Vec::new(); g.append_runs.len()];
@@ -197,6 +202,7 @@ pub async fn run(mut server: Target, g: &Growth<'_>) -> anyhow::Result<(Target, 
             agents,
             runs_list,
             disk,
+            continued,
             prune,
             backup,
         };
@@ -219,6 +225,31 @@ fn median(mut ms: Vec<Measured>, key: impl Fn(&Measured) -> f64) -> Measured {
     m.wrong = wrong;
     m.examples = examples;
     m
+}
+
+/// Appends one event to filled run `r` (untimed); it must get seq 101 (1,001 for the
+/// replay run, which is left alone: its pages are checked against exactly 1,000 events).
+async fn continue_run(server: &Target, l: &Layout, r: u64) -> anyhow::Result<Result<(), String>> {
+    if r == 0 {
+        return Ok(Ok(()));
+    }
+    let (agent, run) = (l.agent_of(r), l.run_id(r));
+    let mut conn = crate::client::Conn::connect(server.ep.clone()).await?;
+    let body = crate::gen::status_append(&agent, &run, r#"{"type":"status","status":"RUNNING"}"#);
+    let (status, answer) = conn.call(bytes::Bytes::from(body)).await?;
+    let want = EVENTS_PER_RUN + 1;
+    let got = super::output(&answer)
+        .ok()
+        .flatten()
+        .and_then(|o| o["seq"].as_u64());
+    Ok(if status.is_success() && got == Some(want) {
+        Ok(())
+    } else {
+        Err(format!(
+            "an append to filled run {run} answered {status} seq {got:?} (expected {want}): {}",
+            String::from_utf8_lossy(&answer[..answer.len().min(200)])
+        ))
+    })
 }
 
 /// Runs `callbackd <cmd> --db DB --config CONFIG <args>` against the live store; its time.
@@ -497,6 +528,9 @@ pub fn print(rows: &[GrowthRow], backend: &str) {
             for e in m.iter().flat_map(|m| &m.examples) {
                 println!("  growth {} {what}: {e}", r.events);
             }
+        }
+        if let Err(e) = &r.continued {
+            println!("  growth {}: {e}", r.events);
         }
         for (what, x) in [("prune", Some(&r.prune)), ("backup", r.backup.as_ref())] {
             if let Some(Err(e)) = x {

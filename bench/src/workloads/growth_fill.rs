@@ -176,6 +176,11 @@ impl Layout {
         uuid(self.seed ^ Rng::new(a + 1).next(), a)
     }
 
+    /// The agent of filled run `r`.
+    pub fn agent_of(&self, r: u64) -> String {
+        self.agent_id(r / RUNS_PER_AGENT)
+    }
+
     /// `run-<UUID>`, as the bridge names runs (scattered over the indexes as its random ids
     /// are).
     pub fn run_id(&self, r: u64) -> String {
