@@ -205,3 +205,43 @@ impl Recorder {
         }
     }
 }
+
+/// One keep-alive connection to the run API (`GET /v1/...` with a bearer token), for the
+/// workloads that read what people read rather than what the bridge calls.
+pub struct ApiConn {
+    host: HeaderValue,
+    auth: HeaderValue,
+    sender: SendRequest<http_body_util::Empty<Bytes>>,
+}
+
+impl ApiConn {
+    pub async fn connect(ep: &Endpoint, token: &str) -> anyhow::Result<ApiConn> {
+        let stream = TcpStream::connect(ep.addr)
+            .await
+            .with_context(|| format!("connecting to {}", ep.addr))?;
+        stream.set_nodelay(true)?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(ApiConn {
+            host: ep.host.clone(),
+            auth: bearer(token)?,
+            sender,
+        })
+    }
+
+    /// `GET path_and_query`; the status and the whole body.
+    pub async fn get(&mut self, path_and_query: &str) -> anyhow::Result<(StatusCode, Bytes)> {
+        let mut req = Request::new(http_body_util::Empty::new());
+        *req.uri_mut() = path_and_query.parse()?;
+        let h = req.headers_mut();
+        h.insert(header::AUTHORIZATION, self.auth.clone());
+        h.insert(header::HOST, self.host.clone());
+        self.sender.ready().await?;
+        let resp = self.sender.send_request(req).await?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+}

@@ -39,7 +39,7 @@ impl Rng {
 }
 
 /// Prose-like ASCII text of exactly `len` bytes, needing no JSON escaping.
-fn text(rng: &mut Rng, len: usize) -> String {
+pub fn text(rng: &mut Rng, len: usize) -> String {
     const WORDS: &[&str] = &[
         "the",
         "agent",

@@ -145,6 +145,17 @@ struct Opts {
     agents: Option<usize>,
     #[arg(long)]
     list_passes: Option<usize>,
+    /// growth: the store sizes (events) to fill to and measure at, cumulatively
+    /// (default 10000,1000000,10000000; --quick 2000,5000).
+    #[arg(long, value_delimiter = ',')]
+    growth_sizes: Option<Vec<u64>>,
+    /// growth: time `callbackd backup` (SQLite) only up to this many events.
+    #[arg(long, default_value_t = u64::MAX)]
+    growth_backup_max: u64,
+    /// growth on PostgreSQL: keep the filled schema afterwards (to EXPLAIN queries on it;
+    /// drop it by hand). A SQLite store goes with its scratch directory regardless.
+    #[arg(long)]
+    growth_keep: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -161,6 +172,9 @@ enum Workload {
     /// append with `[telemetry]` exporting traces to a null OTLP sink against append without
     /// it, two daemons of its own, every run ending (issue 23); not in the default set.
     Telemetry,
+    /// One daemon whose store is filled to 10k, 1M and 10M events (straight into its
+    /// tables), measured at each size (issue 26); not in the default set.
+    Growth,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -234,6 +248,9 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
     let sizes = Sizes::of(opts);
     let tag = format!("{:x}", now_ms() % 0xff_ffff_ffff);
     let mut report = Report::new(opts.quick);
+    // A growth run's filled store, removed at the end (a PostgreSQL schema; SQLite's file
+    // goes with the scratch directory).
+    let mut grown: Option<workloads::growth_fill::Store> = None;
     let null = if opts.no_null {
         None
     } else {
@@ -481,6 +498,59 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     idle_rss_many: d.idle_rss_many,
                 });
             }
+            Workload::Growth => {
+                let Some((dir, config_path)) = &scratch else {
+                    anyhow::bail!("the growth workload needs a started callbackd (not --url)");
+                };
+                anyhow::ensure!(
+                    opts.daemons <= 1,
+                    "the growth workload stops and starts its one daemon (not with --daemons)"
+                );
+                let db = match &opts.pg_url {
+                    Some(url) => PathBuf::from(url),
+                    None => dir.0.join("callbackd.db"),
+                };
+                let store = workloads::growth::store_of(
+                    &db,
+                    opts.pg_url.as_ref().map(|_| format!("bench_{tag}")),
+                );
+                let sizes = opts.growth_sizes.clone().unwrap_or_else(|| {
+                    if opts.quick {
+                        vec![2000, 5000]
+                    } else {
+                        vec![10_000, 1_000_000, 10_000_000]
+                    }
+                });
+                let g = workloads::growth::Growth {
+                    bin: &opts.bin,
+                    db: &db,
+                    config: config_path,
+                    token: &token,
+                    store,
+                    tag: &tag,
+                    sizes,
+                    backup_max: opts.growth_backup_max,
+                    passes: if opts.quick { 1 } else { 20 },
+                    reps,
+                    append_runs: if opts.quick {
+                        [(1, 5), (16, 10)]
+                    } else {
+                        [(1, 20), (16, 40)]
+                    },
+                    scratch: &dir.0,
+                };
+                let (s, rows) = workloads::growth::run(server, &g).await?;
+                server = s;
+                report.growth(
+                    rows,
+                    if opts.pg_url.is_some() {
+                        "PostgreSQL"
+                    } else {
+                        "SQLite"
+                    },
+                );
+                grown = Some(g.store);
+            }
             Workload::AgentsList => {
                 let setup = agents_list::setup(&server, &tag, sizes.agents, base_ms).await?;
                 report.setup("agents-list setup (agents.create, 16 clients)", &setup);
@@ -529,6 +599,11 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
         server = restarted;
     }
     drop(server);
+    match &grown {
+        Some(store) if !opts.growth_keep => workloads::growth::cleanup(store).await?,
+        Some(_) => eprintln!("growth: the filled schema bench_{tag} is kept (--growth-keep)"),
+        None => {}
+    }
     Ok(report)
 }
 

@@ -85,6 +85,8 @@ pub struct Report {
     /// `stream` rows, already formatted, and whether each had wrong deliveries.
     streams: Vec<(String, bool)>,
     namespaces: Option<Namespaces>,
+    /// The `growth` workload's rows and the backend's name.
+    growth: Option<(Vec<crate::workloads::growth::GrowthRow>, &'static str)>,
 }
 
 /// The `namespaces` workload: its rows and the two daemons' start figures.
@@ -186,11 +188,26 @@ impl Report {
             + self.setups.iter().filter(|s| s.1 > 0).count()
             + self.streams.iter().filter(|s| s.1).count()
             + self
+                .growth
+                .iter()
+                .flat_map(|g| &g.0)
+                .filter(|r| r.failures() > 0)
+                .count()
+            + self
                 .namespaces
                 .iter()
                 .flat_map(|n| &n.rows)
                 .filter(|r| r.failures() > 0)
                 .count()
+    }
+
+    /// The `growth` workload's rows.
+    pub fn growth(
+        &mut self,
+        rows: Vec<crate::workloads::growth::GrowthRow>,
+        backend: &'static str,
+    ) {
+        self.growth = Some((rows, backend));
     }
 
     /// The `namespaces` workload's rows.
@@ -328,6 +345,9 @@ impl Report {
             }
         }
         self.print_namespaces();
+        if let Some((rows, backend)) = &self.growth {
+            crate::workloads::growth::print(rows, backend);
+        }
         if !self.quick {
             self.print_targets();
         }

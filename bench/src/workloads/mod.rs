@@ -3,6 +3,8 @@
 
 pub mod agents_list;
 pub mod append;
+pub mod growth;
+pub mod growth_fill;
 pub mod namespaces;
 pub mod replay;
 pub mod stream;
