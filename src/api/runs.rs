@@ -95,13 +95,27 @@ pub async fn summary(
     pos: crate::store::records::RunPositions,
     exact: bool,
 ) -> Result<RunSummary, Problem> {
-    let mut run = RunSummary::from_doc(doc, pos.last_seq);
-    run.input = state
+    let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
+    let input = state
         .records()
-        .run_inputs(ns, std::slice::from_ref(&run.run_id))
+        .run_inputs(ns, &[run_id.to_string()])
         .await?
-        .remove(&run.run_id)
-        .map(super::events::RunInput::whole);
+        .remove(run_id);
+    summary_with_input(state, ns, doc, pos, exact, input).await
+}
+
+/// [`summary`] with the run's input text already read (a page of runs reads them all in
+/// one store call).
+pub async fn summary_with_input(
+    state: &ApiState,
+    ns: &Namespace,
+    doc: &Value,
+    pos: crate::store::records::RunPositions,
+    exact: bool,
+    input: Option<String>,
+) -> Result<RunSummary, Problem> {
+    let mut run = RunSummary::from_doc(doc, pos.last_seq);
+    run.input = input.map(super::events::RunInput::whole);
     let Some(last) = last_event(state, ns, &run.run_id, pos).await? else {
         return Ok(run);
     };

@@ -242,11 +242,20 @@ pub(super) async fn run_page(
     ns: &crate::store::Namespace,
     page: Listed,
 ) -> Result<Response, Problem> {
+    let run_id = |doc: &Value| {
+        doc.get("runId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The page's input texts in one store call, not one per run.
+    let ids: Vec<String> = page.items.iter().map(run_id).collect();
+    let mut inputs = state.records().run_inputs(ns, &ids).await?;
     let mut runs = Vec::with_capacity(page.items.len());
-    for doc in &page.items {
-        let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
-        let pos = state.records().run_positions(ns, run_id).await?;
-        let mut run = super::runs::summary(state, ns, doc, pos, false).await?;
+    for (doc, id) in page.items.iter().zip(&ids) {
+        let pos = state.records().run_positions(ns, id).await?;
+        let input = inputs.remove(id);
+        let mut run = super::runs::summary_with_input(state, ns, doc, pos, false, input).await?;
         run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
         runs.push(run);
     }
