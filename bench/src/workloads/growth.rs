@@ -462,7 +462,7 @@ pub fn print(rows: &[GrowthRow], backend: &str) {
             )
         };
         println!(
-            "| {} | {} | {} | {:.1} s | {:.0} ms | {} | {} | {:.0} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.1} s | {:.0} ms | {} | {} | {:.0} | {} | {:.0} | {} | {} | {} | {} | {:.0} | {} | {} | {} |",
             r.target,
             r.events,
             r.runs,
@@ -481,7 +481,7 @@ pub fn print(rows: &[GrowthRow], backend: &str) {
                 .as_ref()
                 .map_or("–".into(), |m| ms(m.quantile(0.99))),
             r.disk,
-            format!("{:.0}", r.disk as f64 / r.events.max(1) as f64),
+            r.disk as f64 / r.events.max(1) as f64,
             secs(&r.prune),
             r.backup.as_ref().map_or("–".into(), secs),
             r.failures(),
