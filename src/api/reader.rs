@@ -310,24 +310,29 @@ impl Reader<'_> {
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        items
-            .into_iter()
-            .map(|mut item| {
-                let seq = item.get("seq").and_then(Value::as_u64);
-                let at = item.get("createdAt").and_then(Value::as_f64);
-                match (seq, at) {
-                    (Some(seq), Some(at)) => Ok(StoredEvent {
-                        seq,
-                        created_at_ms: at as i64,
-                        payload: item
-                            .get_mut("payload")
-                            .map(Value::take)
-                            .unwrap_or(Value::Null),
-                    }),
-                    _ => Err(Problem::internal("a stored event has no seq or createdAt")),
-                }
-            })
-            .collect()
+        items.into_iter().map(stored_event).collect()
+    }
+}
+
+/// A stored event of its event document's text.
+pub fn stored_event_of(doc: &str) -> Result<StoredEvent, Problem> {
+    stored_event(parse(doc)?)
+}
+
+/// A stored event of its event document (an item of `runEvents.list`).
+fn stored_event(mut item: Value) -> Result<StoredEvent, Problem> {
+    let seq = item.get("seq").and_then(Value::as_u64);
+    let at = item.get("createdAt").and_then(Value::as_f64);
+    match (seq, at) {
+        (Some(seq), Some(at)) => Ok(StoredEvent {
+            seq,
+            created_at_ms: at as i64,
+            payload: item
+                .get_mut("payload")
+                .map(Value::take)
+                .unwrap_or(Value::Null),
+        }),
+        _ => Err(Problem::internal("a stored event has no seq or createdAt")),
     }
 }
 

@@ -101,22 +101,24 @@ pub async fn summary(
         .run_inputs(ns, &[run_id.to_string()])
         .await?
         .remove(run_id);
-    summary_with_input(state, ns, doc, pos, exact, input).await
+    let last = last_event(state, ns, run_id, pos).await?;
+    summary_of(state, ns, doc, pos, exact, input, last).await
 }
 
-/// [`summary`] with the run's input text already read (a page of runs reads them all in
-/// one store call).
-pub async fn summary_with_input(
+/// [`summary`] of what was already read: the run's input text and its last stored event
+/// (a page of runs reads them for all its runs in one store call each).
+pub async fn summary_of(
     state: &ApiState,
     ns: &Namespace,
     doc: &Value,
     pos: crate::store::records::RunPositions,
     exact: bool,
     input: Option<String>,
+    last: Option<super::events::StoredEvent>,
 ) -> Result<RunSummary, Problem> {
     let mut run = RunSummary::from_doc(doc, pos.last_seq);
     run.input = input.map(super::events::RunInput::whole);
-    let Some(last) = last_event(state, ns, &run.run_id, pos).await? else {
+    let Some(last) = last else {
         return Ok(run);
     };
     let Some(status) = terminal_status(&last) else {
@@ -166,12 +168,18 @@ async fn last_event(
     id: &str,
     pos: crate::store::records::RunPositions,
 ) -> Result<Option<super::events::StoredEvent>, Problem> {
-    if pos.last_seq == 0 || pos.last_seq <= pos.expired_through {
+    if !has_last(pos) {
         return Ok(None);
     }
     let reader = state.reader(ns);
     let last = reader.events_after(id, pos.last_seq - 1, 1).await?;
     Ok(last.into_iter().next().filter(|ev| ev.seq == pos.last_seq))
+}
+
+/// Whether a run at `pos` has a last event still stored (not none, not removed by
+/// retention).
+pub fn has_last(pos: crate::store::records::RunPositions) -> bool {
+    pos.last_seq > 0 && pos.last_seq > pos.expired_through
 }
 
 /// The status of the run's last stored event when that is its terminal one (`finished`,

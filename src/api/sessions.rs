@@ -248,14 +248,25 @@ pub(super) async fn run_page(
             .unwrap_or_default()
             .to_string()
     };
-    // The page's input texts in one store call, not one per run.
+    // The page's input texts, positions and last events in one store call each, not one
+    // per run.
     let ids: Vec<String> = page.items.iter().map(run_id).collect();
     let mut inputs = state.records().run_inputs(ns, &ids).await?;
+    let positions = state.records().runs_positions(ns, &ids).await?;
+    let mut lasts = state.records().last_events(ns, &ids).await?;
     let mut runs = Vec::with_capacity(page.items.len());
     for (doc, id) in page.items.iter().zip(&ids) {
-        let pos = state.records().run_positions(ns, id).await?;
+        let pos = positions.get(id).copied().unwrap_or_default();
         let input = inputs.remove(id);
-        let mut run = super::runs::summary_with_input(state, ns, doc, pos, false, input).await?;
+        // As `runs::summary` reads it: the event at the run's last seq, if still stored (an
+        // append between the two reads leaves it out, as it would a moment earlier).
+        let last = match lasts.remove(id) {
+            Some(doc) if super::runs::has_last(pos) => {
+                Some(super::reader::stored_event_of(&doc)?).filter(|ev| ev.seq == pos.last_seq)
+            }
+            _ => None,
+        };
+        let mut run = super::runs::summary_of(state, ns, doc, pos, false, input, last).await?;
         run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
         runs.push(run);
     }

@@ -223,6 +223,22 @@ pub trait RunRecords: Send + Sync + 'static {
         run_id: &str,
     ) -> BoxFuture<'_, Result<RunPositions, StoreError>>;
 
+    /// [`RunRecords::run_positions`] of several runs in one store call; a run missing from
+    /// the map has none stored (zero positions).
+    fn runs_positions(
+        &self,
+        ns: &Namespace,
+        run_ids: &[String],
+    ) -> BoxFuture<'_, Result<std::collections::HashMap<String, RunPositions>, StoreError>>;
+
+    /// The last stored event of each run of `run_ids` (its event document, as
+    /// `runEvents.list` gives it), in one store call; runs with none are missing.
+    fn last_events(
+        &self,
+        ns: &Namespace,
+        run_ids: &[String],
+    ) -> BoxFuture<'_, Result<std::collections::HashMap<String, String>, StoreError>>;
+
     /// Removes the events of up to `batch` terminal runs (of every namespace) that ended
     /// before `ended_before_ms`, in one transaction, remembering how far each run's events
     /// went; then gives the freed pages back to the file system where the backend can.

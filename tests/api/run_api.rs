@@ -621,6 +621,10 @@ async fn prune_removes_old_events_answers_410_and_returns_the_space() {
     assert_eq!(state["status"], "finished");
     assert_eq!(state["events_expired_through"], 1502);
     assert_eq!(state["last_seq"], 1502);
+    // Listed, its position is where its removed events went.
+    let runs = app.api_get("/v1/runs").await.json();
+    assert_eq!(runs["runs"][0]["run_id"], "r1");
+    assert_eq!(runs["runs"][0]["last_seq"], 1502);
 }
 
 #[tokio::test]
@@ -692,9 +696,39 @@ async fn sessions_and_runs_are_listed_from_the_store() {
     assert_eq!(s["session_id"], "a1");
     assert_eq!(s["cwd"], "/ws");
     assert_eq!(s["model"], "composer-2");
+    // Two more turns: one with no events yet, one with two (a page reads all their
+    // positions in one store call).
+    app.store_ok("runs", "create", json!({"run": run("a1", "r2", 2)}))
+        .await;
+    app.store_ok("runs", "create", json!({"run": run("a1", "r3", 3)}))
+        .await;
+    for m in &tool_turn()[..2] {
+        append(&app, "r3", m.clone()).await;
+    }
+    // r3's terminal event is stored, its document still says running (the bridge updates
+    // it later): listed as ended all the same.
+    append(&app, "r3", json!({"type": "status", "status": "FINISHED"})).await;
     let runs = app.api_get("/v1/sessions/a1/runs").await.json();
-    assert_eq!(runs["runs"][0]["run_id"], "r1");
-    assert_eq!(runs["runs"][0]["last_seq"], 8);
+    let listed: Vec<(Value, Value, Value)> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["run_id"].clone(),
+                r["last_seq"].clone(),
+                r["status"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (json!("r1"), json!(8), json!("finished")),
+            (json!("r2"), json!(0), json!("queued")),
+            (json!("r3"), json!(3), json!("finished"))
+        ]
+    );
     let state = app.api_get("/v1/runs/r1").await.json();
     assert_eq!(state["session_id"], "a1");
     assert_eq!(state["tool_calls"], json!([]));

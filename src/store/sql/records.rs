@@ -216,6 +216,39 @@ pub async fn run_positions<X: Exec>(
     Ok(RunPositions::from_stored(max, expired))
 }
 
+/// [`run_positions`] of several runs in one statement (a page of runs); a run the store
+/// has neither events nor an expiry of is not in the map (its positions are zero).
+pub async fn runs_positions<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_ids: &[String],
+) -> Result<std::collections::HashMap<String, RunPositions>, X::Error> {
+    let d = X::DIALECT;
+    let sql = format!(
+        "SELECT run_id, max(seq), NULL FROM run_events WHERE ns = {p} AND {list} GROUP BY run_id \
+         UNION ALL SELECT run_id, NULL, expired_through FROM run_expiry WHERE ns = {p} AND {list}",
+        p = d.param(1),
+        list = d.in_list("run_id", 2)
+    );
+    let params = [Value::Text(ns), Value::TextList(run_ids)];
+    let rows = x
+        .all(&sql, &params, |r| {
+            Ok((r.text(0)?.to_string(), r.opt_int(1)?, r.opt_int(2)?))
+        })
+        .await?;
+    let mut stored: std::collections::HashMap<String, (Option<i64>, Option<i64>)> =
+        std::collections::HashMap::new();
+    for (run_id, max, expired) in rows {
+        let entry = stored.entry(run_id).or_default();
+        entry.0 = entry.0.or(max);
+        entry.1 = entry.1.or(expired);
+    }
+    Ok(stored
+        .into_iter()
+        .map(|(id, (max, expired))| (id, RunPositions::from_stored(max, expired)))
+        .collect())
+}
+
 /// Keeps the text a run was started with (the first one kept wins: a retried append of the
 /// same run does not replace it).
 pub async fn set_run_input<X: Exec>(
@@ -450,6 +483,45 @@ macro_rules! impl_run_records {
                     let [ns, run_id] = args.clone();
                     Box::pin(async move {
                         $crate::store::sql::records::run_positions(x, &ns, &run_id).await
+                    })
+                })
+            }
+
+            fn runs_positions(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_ids: &[String],
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<
+                    std::collections::HashMap<String, $crate::store::records::RunPositions>,
+                    $crate::store::StoreError,
+                >,
+            > {
+                let ns = ns.as_str().to_string();
+                let run_ids = run_ids.to_vec();
+                self.sql_read(move |x| {
+                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::records::runs_positions(x, &ns, &run_ids).await
+                    })
+                })
+            }
+
+            fn last_events(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_ids: &[String],
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<std::collections::HashMap<String, String>, $crate::store::StoreError>,
+            > {
+                let ns = ns.as_str().to_string();
+                let run_ids = run_ids.to_vec();
+                self.sql_read(move |x| {
+                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::run_events::last_of_runs(x, &ns, &run_ids).await
                     })
                 })
             }

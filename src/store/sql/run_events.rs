@@ -145,6 +145,32 @@ pub async fn list<X: Exec>(
     Ok(Some(out))
 }
 
+/// The last stored event of each run of `run_ids`, as the event documents [`list`] gives,
+/// by run id: a page of runs reads them in one statement. Runs with none are missing.
+pub async fn last_of_runs<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_ids: &[String],
+) -> Result<std::collections::HashMap<String, String>, X::Error> {
+    let d = X::DIALECT;
+    let sql = format!(
+        "SELECT {COLUMNS}, run_id FROM run_events e WHERE ns = {} AND {} AND seq = \
+         (SELECT max(m.seq) FROM run_events m WHERE m.ns = e.ns AND m.run_id = e.run_id)",
+        d.param(1),
+        d.in_list("run_id", 2)
+    );
+    let params = [Value::Text(ns), Value::TextList(run_ids)];
+    let rows = x
+        .all(&sql, &params, |row| {
+            let run_id = row.text(6)?.to_string();
+            let mut doc = String::new();
+            push_event_row(&mut doc, &json_str(&run_id), row)?;
+            Ok((run_id, doc))
+        })
+        .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// Appends the event document of a row selected with [`COLUMNS`]; `run_id_json` is the run
 /// id as a JSON string literal (the same for every row of a page).
 pub fn push_event_row(
