@@ -27,6 +27,16 @@ impl Dialect {
         }
     }
 
+    /// List parameter `n` as rows, a `FROM` item `j` with the column `value`: for a query
+    /// that looks each listed id up on its own (an index lookup each), where `IN` would
+    /// scan every row of every listed id.
+    pub fn list_rows(self, n: usize) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_each(?{n}) AS j"),
+            Dialect::Postgres => format!("unnest(${n}::text[]) AS j(value)"),
+        }
+    }
+
     /// Parameter `n` with the type PostgreSQL cannot infer where it stands (`float8`,
     /// `text`); SQLite needs none.
     pub fn typed(self, n: usize, pg_type: &str) -> String {

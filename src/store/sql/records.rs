@@ -216,8 +216,8 @@ pub async fn run_positions<X: Exec>(
     Ok(RunPositions::from_stored(max, expired))
 }
 
-/// [`run_positions`] of several runs in one statement (a page of runs); a run the store
-/// has neither events nor an expiry of is not in the map (its positions are zero).
+/// [`run_positions`] of several runs in one statement (a page of runs), each looked up on
+/// its own index entries.
 pub async fn runs_positions<X: Exec>(
     x: &X,
     ns: &str,
@@ -225,28 +225,21 @@ pub async fn runs_positions<X: Exec>(
 ) -> Result<std::collections::HashMap<String, RunPositions>, X::Error> {
     let d = X::DIALECT;
     let sql = format!(
-        "SELECT run_id, max(seq), NULL FROM run_events WHERE ns = {p} AND {list} GROUP BY run_id \
-         UNION ALL SELECT run_id, NULL, expired_through FROM run_expiry WHERE ns = {p} AND {list}",
+        "SELECT j.value, \
+         (SELECT max(seq) FROM run_events WHERE ns = {p} AND run_id = j.value), \
+         (SELECT expired_through FROM run_expiry WHERE ns = {p} AND run_id = j.value) \
+         FROM {list}",
         p = d.param(1),
-        list = d.in_list("run_id", 2)
+        list = d.list_rows(2)
     );
     let params = [Value::Text(ns), Value::TextList(run_ids)];
     let rows = x
         .all(&sql, &params, |r| {
-            Ok((r.text(0)?.to_string(), r.opt_int(1)?, r.opt_int(2)?))
+            let pos = RunPositions::from_stored(r.opt_int(1)?, r.opt_int(2)?);
+            Ok((r.text(0)?.to_string(), pos))
         })
         .await?;
-    let mut stored: std::collections::HashMap<String, (Option<i64>, Option<i64>)> =
-        std::collections::HashMap::new();
-    for (run_id, max, expired) in rows {
-        let entry = stored.entry(run_id).or_default();
-        entry.0 = entry.0.or(max);
-        entry.1 = entry.1.or(expired);
-    }
-    Ok(stored
-        .into_iter()
-        .map(|(id, (max, expired))| (id, RunPositions::from_stored(max, expired)))
-        .collect())
+    Ok(rows.into_iter().collect())
 }
 
 /// Keeps the text a run was started with (the first one kept wins: a retried append of the

@@ -153,11 +153,16 @@ pub async fn last_of_runs<X: Exec>(
     run_ids: &[String],
 ) -> Result<std::collections::HashMap<String, String>, X::Error> {
     let d = X::DIALECT;
+    // Each listed run on its own: its max(seq), then that row, by the primary key. `CROSS
+    // JOIN` keeps the list the outer loop on SQLite, whose planner otherwise scans the
+    // namespace's events for the (unknown-sized) list.
     let sql = format!(
-        "SELECT {COLUMNS}, run_id FROM run_events e WHERE ns = {} AND {} AND seq = \
-         (SELECT max(m.seq) FROM run_events m WHERE m.ns = e.ns AND m.run_id = e.run_id)",
-        d.param(1),
-        d.in_list("run_id", 2)
+        "SELECT e.seq, e.event_type, e.payload, e.payload_ref, e.idempotency_key, \
+         e.created_at, e.run_id FROM {list} CROSS JOIN run_events e WHERE e.ns = {p} AND \
+         e.run_id = j.value AND e.seq = \
+         (SELECT max(seq) FROM run_events WHERE ns = {p} AND run_id = j.value)",
+        p = d.param(1),
+        list = d.list_rows(2)
     );
     let params = [Value::Text(ns), Value::TextList(run_ids)];
     let rows = x
