@@ -153,7 +153,8 @@ struct Opts {
     #[arg(long, default_value_t = u64::MAX)]
     growth_backup_max: u64,
     /// growth on PostgreSQL: keep the filled schema afterwards (to EXPLAIN queries on it;
-    /// drop it by hand). A SQLite store goes with its scratch directory regardless.
+    /// drop it by hand). A SQLite store goes with its scratch directory regardless; the
+    /// schema of the other workloads is dropped at the end.
     #[arg(long)]
     growth_keep: bool,
 }
@@ -599,10 +600,19 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
         server = restarted;
     }
     drop(server);
-    match &grown {
-        Some(store) if !opts.growth_keep => workloads::growth::cleanup(store).await?,
-        Some(_) => eprintln!("growth: the filled schema bench_{tag} is kept (--growth-keep)"),
-        None => {}
+    match (&grown, &opts.pg_url) {
+        (Some(_), _) if opts.growth_keep => {
+            eprintln!("growth: the filled schema bench_{tag} is kept (--growth-keep)");
+        }
+        (Some(store), _) => workloads::growth::cleanup(store).await?,
+        // Every workload's rows go with the schema: left behind, dozens of them make the
+        // server's autovacuum visit them during later runs (BENCHMARKS.md, "Appends grouped").
+        (None, Some(url)) if opts.url.is_none() => {
+            workloads::growth_fill::pg_drop(url, &format!("bench_{tag}"))
+                .await
+                .with_context(|| format!("dropping schema bench_{tag}"))?;
+        }
+        (None, _) => {}
     }
     Ok(report)
 }
