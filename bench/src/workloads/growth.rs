@@ -103,8 +103,10 @@ fn spawn(g: &Growth<'_>) -> anyhow::Result<(Target, Duration)> {
 pub async fn run(mut server: Target, g: &Growth<'_>) -> anyhow::Result<(Target, Vec<GrowthRow>)> {
     let max = g.sizes.iter().copied().max().unwrap_or(0);
     let layout = Layout::new(g.tag, max / EVENTS_PER_RUN + 1, super::now_ms());
-    // The listed workspace, written through the daemon (the bridge's agents.create).
-    let setup = agents_list::setup(&server, g.tag, LIST_AGENTS, super::now_ms()).await?;
+    // The listed workspace, written through the daemon (the bridge's agents.create); a tag
+    // of its own, as the agents-list workload may have run on the same daemon before.
+    let list_tag = format!("{}-growth", g.tag);
+    let setup = agents_list::setup(&server, &list_tag, LIST_AGENTS, super::now_ms()).await?;
     anyhow::ensure!(
         setup.errors + setup.wrong == 0,
         "growth: creating the listed agents failed: {:?}",
@@ -148,7 +150,7 @@ pub async fn run(mut server: Target, g: &Growth<'_>) -> anyhow::Result<(Target, 
         for rep in 0..g.reps.max(1) {
             replays.push(replay::run(&server, &replay_id, REPLAY_EVENTS, g.passes, true).await?);
             lists.push(
-                agents_list::run(&server, g.tag, LIST_AGENTS, g.passes, None, true)
+                agents_list::run(&server, &list_tag, LIST_AGENTS, g.passes, None, true)
                     .await?
                     .0,
             );
