@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 from test_run_api_e2e import ApiStack, durable, read_all, types
 
@@ -104,17 +105,25 @@ def test_a_session_is_renamed_found_deleted_and_gone_from_the_bridge(setup_env, 
     status, runs = s.api.call("GET", "/v1/runs?q=deploy")
     assert status == 200 and len(runs["runs"]) == 2, runs
 
-    # Usage per day adds up to the runs' usage.
-    status, usage = s.api.call("GET", "/v1/usage?group_by=day")
-    assert status == 200, usage
-    status, every = s.api.call("GET", "/v1/runs?limit=1000")
-    want = {k: 0 for k in ("input", "output", "cache_read", "cache_write")}
-    for run in every["runs"]:
-        for k, key in (("input", "inputTokens"), ("output", "outputTokens"),
-                       ("cache_read", "cacheReadTokens"), ("cache_write", "cacheWriteTokens")):
-            want[k] += (run["usage"] or {}).get(key, 0)
+    # Usage per day adds up to the runs' usage. Both read the run documents, whose usage the
+    # bridge writes 10-60 ms after the turn's last event: read both again until the last
+    # turn's document has it (a read in between sees one without the other).
+    deadline = time.monotonic() + 5
+    while True:
+        status, usage = s.api.call("GET", "/v1/usage?group_by=day")
+        assert status == 200, usage
+        status, every = s.api.call("GET", "/v1/runs?limit=1000")
+        want = {k: 0 for k in ("input", "output", "cache_read", "cache_write")}
+        for run in every["runs"]:
+            for k, key in (("input", "inputTokens"), ("output", "outputTokens"),
+                           ("cache_read", "cacheReadTokens"), ("cache_write", "cacheWriteTokens")):
+                want[k] += (run["usage"] or {}).get(key, 0)
+        days = {k: sum(g["tokens"][k] for g in usage["groups"]) for k in want}
+        settled = all(run["usage"] for run in every["runs"])
+        if (settled and days == want == usage["total"]["tokens"]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert want["input"] > 0, every
-    days = {k: sum(g["tokens"][k] for g in usage["groups"]) for k in want}
     assert days == want == usage["total"]["tokens"], (usage, want)
 
     def bridge_lists():
