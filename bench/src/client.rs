@@ -84,14 +84,7 @@ pub struct Conn {
 
 impl Conn {
     pub async fn connect(ep: Arc<Endpoint>) -> anyhow::Result<Conn> {
-        let stream = TcpStream::connect(ep.addr)
-            .await
-            .with_context(|| format!("connecting to {}", ep.addr))?;
-        stream.set_nodelay(true)?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let sender = handshake(&ep).await?;
         Ok(Conn { ep, sender })
     }
 
@@ -216,14 +209,7 @@ pub struct ApiConn {
 
 impl ApiConn {
     pub async fn connect(ep: &Endpoint, token: &str) -> anyhow::Result<ApiConn> {
-        let stream = TcpStream::connect(ep.addr)
-            .await
-            .with_context(|| format!("connecting to {}", ep.addr))?;
-        stream.set_nodelay(true)?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let sender = handshake(ep).await?;
         Ok(ApiConn {
             host: ep.host.clone(),
             auth: bearer(token)?,
@@ -244,4 +230,22 @@ impl ApiConn {
         let body = resp.into_body().collect().await?.to_bytes();
         Ok((status, body))
     }
+}
+
+/// One keep-alive HTTP/1.1 connection to `ep` (no Nagle delay), its driver spawned.
+async fn handshake<B>(ep: &Endpoint) -> anyhow::Result<SendRequest<B>>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stream = TcpStream::connect(ep.addr)
+        .await
+        .with_context(|| format!("connecting to {}", ep.addr))?;
+    stream.set_nodelay(true)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
 }

@@ -304,13 +304,7 @@ impl Reader<'_> {
                 },
             )
             .await?;
-        let v = parse(out.as_deref().unwrap_or("{}"))?;
-        let items = v
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        items.into_iter().map(stored_event).collect()
+        listed(&out)?.items.into_iter().map(stored_event).collect()
     }
 }
 

@@ -133,16 +133,19 @@ impl Inner {
             if let Ok(out) = answer.try_recv() {
                 if self.appends.hand_off() {
                     let inner = self.clone();
-                    tokio::spawn(async move {
-                        while let Some(group) = inner.appends.take() {
-                            inner.run_group(group).await;
-                        }
-                    });
+                    tokio::spawn(async move { inner.run_queue().await });
                 }
                 return out;
             }
         }
         answered(answer.await)
+    }
+
+    /// Runs groups until the queue is empty (the role handed on by a caller).
+    async fn run_queue(&self) {
+        while let Some(group) = self.appends.take() {
+            self.run_group(group).await;
+        }
     }
 
     /// Runs one group and answers each of its appends.
