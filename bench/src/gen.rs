@@ -112,6 +112,12 @@ impl Payloads {
         Payloads { parts }
     }
 
+    /// The event payload (JSON) that [`Payloads::append_body`] carries for payload `k`.
+    pub fn payload(&self, agent: &str, run: &str, k: usize) -> String {
+        let (a, b, c) = &self.parts[k % self.parts.len()];
+        [a.as_str(), agent, b, run, c].concat()
+    }
+
     /// The `runEvents.append` request body with payload `k` of the pool.
     pub fn append_body(&self, agent: &str, run: &str, k: usize) -> String {
         let (a, b, c) = &self.parts[k % self.parts.len()];

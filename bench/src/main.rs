@@ -176,6 +176,10 @@ enum Workload {
     /// One daemon whose store is filled to 10k, 1M and 10M events (straight into its
     /// tables), measured at each size (issue 26); not in the default set.
     Growth,
+    /// The store alone: append's and replay's store work done by the bench straight on the
+    /// daemon's database (the daemon's statements, no HTTP), against the null server: the
+    /// ceiling the store sets on this machine (issue 26); not in the default set.
+    Floor,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]
@@ -551,6 +555,76 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     },
                 );
                 grown = Some(g.store);
+            }
+            Workload::Floor => {
+                let Some((dir, _)) = &scratch else {
+                    anyhow::bail!("the floor workload needs a started callbackd (not --url)");
+                };
+                let db = match &opts.pg_url {
+                    Some(url) => PathBuf::from(url),
+                    None => dir.0.join("callbackd.db"),
+                };
+                let store = workloads::growth::store_of(
+                    &db,
+                    opts.pg_url.as_ref().map(|_| format!("bench_{tag}")),
+                );
+                if opts.pg_url.is_none() {
+                    let a = Arc::new(append::Append {
+                        tag: tag.clone(),
+                        runs: sizes.runs,
+                        events: sizes.events,
+                        payloads: payloads.clone(),
+                        auth: Vec::new(),
+                        scatter: false,
+                        finish: false,
+                    });
+                    let sync = match opts.sync {
+                        SyncMode::Normal => "normal",
+                        SyncMode::Full => "full",
+                    };
+                    for &c in &opts.append_clients {
+                        let mut pairs = Vec::new();
+                        for rep in 0..reps {
+                            let label = format!("{tag}-f{c}r{rep}");
+                            let floor = workloads::floor::append(&workloads::floor::Appends {
+                                db: &db,
+                                sync,
+                                label: &label,
+                                runs: sizes.runs,
+                                events: sizes.events,
+                                group: c,
+                                payloads: &payloads,
+                            })?;
+                            let null = match &null {
+                                Some(n) => Some(append::run(n, &a, &label, c, false).await?),
+                                None => None,
+                            };
+                            pairs.push((floor, null));
+                        }
+                        report.add(Row::median("floor append", c, pairs).note(format!(
+                            "{} runs × {} events, {c} per transaction; null: append ×{c}",
+                            sizes.runs, sizes.events
+                        )));
+                    }
+                }
+                let replay_payloads = gen::Payloads::new(1, 256, opts.replay_event_bytes);
+                let n = sizes.replay_events;
+                let run = workloads::floor::replay_setup(
+                    &store,
+                    &format!("{tag}-floor"),
+                    n,
+                    &replay_payloads,
+                )
+                .await?;
+                let mut pairs = Vec::new();
+                for _ in 0..reps {
+                    let m = workloads::floor::replay(&store, &run, n, sizes.replay_passes).await?;
+                    pairs.push((m, None));
+                }
+                report.add(Row::median("floor replay", 1, pairs).note(format!(
+                    "{n} events, pages of 100, {} passes",
+                    sizes.replay_passes
+                )));
             }
             Workload::AgentsList => {
                 let setup = agents_list::setup(&server, &tag, sizes.agents, base_ms).await?;

@@ -18,7 +18,7 @@ use futures_util::SinkExt;
 use crate::gen::{text, AgentState, Rng, RunState};
 
 /// The namespace of a daemon without `[[namespaces]]`.
-const NS: &str = "default";
+pub const NS: &str = "default";
 
 /// Events of each filled run.
 pub const EVENTS_PER_RUN: u64 = 100;
@@ -408,7 +408,7 @@ impl Sink for SqliteSink<'_> {
     }
 }
 
-fn sqlite_open(path: &Path) -> anyhow::Result<rusqlite::Connection> {
+pub fn sqlite_open(path: &Path) -> anyhow::Result<rusqlite::Connection> {
     let conn =
         rusqlite::Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -487,7 +487,7 @@ pub async fn disk_bytes(store: &Store) -> anyhow::Result<u64> {
 
 // ---- PostgreSQL ---------------------------------------------------------------------------
 
-async fn pg_connect(url: &str, schema: &str) -> anyhow::Result<tokio_postgres::Client> {
+pub async fn pg_connect(url: &str, schema: &str) -> anyhow::Result<tokio_postgres::Client> {
     let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .context("connecting to PostgreSQL")?;
