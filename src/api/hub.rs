@@ -1,18 +1,18 @@
 //! [`FollowHub`]: wakes the streams that follow a run when the store commits an append to
-//! it, and holds each followed run's shared [`Feed`] of frames. One task reads the store's
-//! append notifications and bumps a `watch` per followed run, so an append wakes only that
-//! run's followers (not every open stream). A notification the task missed (the broadcast
-//! overflowed), or a store's [`StoreNotice::Resync`] (on PostgreSQL: the connection that
-//! hears other daemons' appends was lost and is back), wakes every follower: each then
-//! re-reads, so a lost wake-up costs a read, never an event.
+//! it, and holds each followed run's shared [`Feed`] of frames. A store listener (called on
+//! the committing thread, [`crate::store::Notices`]) bumps a `watch` per followed run, so an
+//! append wakes only that run's followers (not every open stream), and an append to a run
+//! nobody follows costs a look into a map. A store's [`StoreNotice::Resync`] (on
+//! PostgreSQL: the connection that hears other daemons' appends was lost and is back) wakes
+//! every follower: each then re-reads, so a lost wake-up costs a read, never an event.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 use super::feed::Feed;
-use crate::store::{Namespace, StoreNotice};
+use crate::store::{Namespace, Store, StoreNotice};
 
 type Key = (Namespace, String);
 
@@ -52,10 +52,11 @@ impl Drop for Follow {
 }
 
 impl FollowHub {
-    /// Starts forwarding `notices` on the current runtime.
-    pub fn start(notices: broadcast::Receiver<StoreNotice>) -> FollowHub {
+    /// A hub woken by `store`'s notices from now on.
+    pub fn start(store: &dyn Store) -> FollowHub {
         let hub = FollowHub::default();
-        tokio::spawn(forward(hub.runs.clone(), notices));
+        let runs = hub.runs.clone();
+        store.listen(Arc::new(move |notice| wake(&runs, notice)));
         hub
     }
 
@@ -77,33 +78,34 @@ impl FollowHub {
     }
 }
 
-async fn forward(runs: Runs, mut notices: broadcast::Receiver<StoreNotice>) {
-    loop {
-        match notices.recv().await {
-            Ok(StoreNotice::Appended(n) | StoreNotice::Remote(n)) => {
-                let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(e) = runs.get(&(n.ns, n.run_id)) {
-                    // Monotonic: a late notice of an older seq (another daemon's) must not
-                    // make a follower believe it has read everything.
-                    e.tx.send_modify(|v| {
-                        *v = if *v == u64::MAX {
-                            n.seq
-                        } else {
-                            (*v).max(n.seq)
-                        }
-                    });
-                }
+/// Wakes the followers `notice` concerns; called on the thread that committed.
+fn wake(runs: &Mutex<HashMap<Key, Entry>>, notice: &StoreNotice) {
+    match notice {
+        StoreNotice::Appended(n) | StoreNotice::Remote(n) => {
+            let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
+            if runs.is_empty() {
+                return;
             }
-            Ok(StoreNotice::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
-                // Unknown seqs: u64::MAX makes every follower read the store.
-                for e in runs.values() {
-                    e.tx.send_replace(u64::MAX);
-                }
+            if let Some(e) = runs.get(&(n.ns.clone(), n.run_id.clone())) {
+                // Monotonic: a late notice of an older seq (another daemon's) must not
+                // make a follower believe it has read everything.
+                e.tx.send_modify(|v| {
+                    *v = if *v == u64::MAX {
+                        n.seq
+                    } else {
+                        (*v).max(n.seq)
+                    }
+                });
             }
-            // Not a run's events: the approvals follow these (`approvals::wake`).
-            Ok(StoreNotice::ApprovalChanged { .. }) => {}
-            Err(broadcast::error::RecvError::Closed) => return,
         }
+        StoreNotice::Resync => {
+            let runs = runs.lock().unwrap_or_else(|p| p.into_inner());
+            // Unknown seqs: u64::MAX makes every follower read the store.
+            for e in runs.values() {
+                e.tx.send_replace(u64::MAX);
+            }
+        }
+        // Not a run's events: the approvals follow these (`approvals::wake`).
+        StoreNotice::ApprovalChanged { .. } => {}
     }
 }

@@ -204,7 +204,7 @@ impl ApiState {
     fn hub(&self) -> &FollowHub {
         self.inner
             .hub
-            .get_or_init(|| FollowHub::start(self.inner.store.subscribe()))
+            .get_or_init(|| FollowHub::start(self.inner.store.as_ref()))
     }
 
     fn shutdown_token(&self) -> &CancellationToken {

@@ -195,8 +195,6 @@ impl App {
             )
         });
         let sweeper = self.api.approvals().spawn_sweeper();
-        // Decisions made through other daemons (PostgreSQL) wake the calls held here.
-        let wake = self.api.approvals().spawn_wake();
         let api = self.api.clone();
         let shutdown = async move {
             shutdown.await;
@@ -218,7 +216,6 @@ impl App {
             traces.flush(Duration::from_secs(3)).await;
         }
         sweeper.abort();
-        wake.abort();
         if let Some(task) = retention {
             task.abort();
         }

@@ -98,16 +98,18 @@ impl Approvals {
         poll: Duration,
     ) -> Self {
         let owner = new_id("own_").unwrap_or_else(|_| format!("own_{}", std::process::id()));
-        Approvals {
-            inner: Arc::new(Inner {
-                records,
-                store,
-                owner,
-                poll: poll.max(Duration::from_millis(10)),
-                waiting: Mutex::default(),
-                events: broadcast::channel(256).0,
-            }),
+        let inner = Arc::new(Inner {
+            records,
+            store,
+            owner,
+            poll: poll.max(Duration::from_millis(10)),
+            waiting: Mutex::default(),
+            events: broadcast::channel(256).0,
+        });
+        if let Some(store) = &inner.store {
+            wake::listen(store.as_ref(), Arc::downgrade(&inner));
         }
+        Approvals { inner }
     }
 
     /// This daemon's id as the owner of the approvals it holds.

@@ -20,6 +20,7 @@ pub mod event_doc;
 pub mod find;
 pub mod forks;
 pub mod json;
+mod notices;
 pub mod page;
 pub mod postgres;
 pub mod records;
@@ -35,6 +36,7 @@ pub use call::{
 pub use cursor::{AgentCursor, RunCursor};
 pub use error::StoreError;
 pub use json::JsonText;
+pub use notices::{Listener, Notices};
 pub use records::RunRecords;
 pub use tool_data::ToolData;
 
@@ -145,6 +147,10 @@ pub trait Store: Send + Sync + 'static {
     /// [`broadcast::error::RecvError::Lagged`] and a [`StoreNotice::Resync`] both mean
     /// "re-read what you follow".
     fn subscribe(&self) -> broadcast::Receiver<StoreNotice>;
+
+    /// Calls `listener` with every notice from now on, right where it happens (after the
+    /// commit, on the committing thread); it must not block ([`Notices`]).
+    fn listen(&self, listener: Listener);
 
     /// The built-in tools' data, kept by the same backend.
     fn tool_data(&self) -> &dyn ToolData;

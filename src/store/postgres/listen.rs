@@ -13,16 +13,16 @@
 //! listening connection is lost and re-established every follower gets a
 //! [`StoreNotice::Resync`] and re-reads what it follows.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde::Deserialize;
-use tokio::sync::broadcast;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 use super::records::LISTENER_APP;
 use crate::store::json::{json_str, push_int};
-use crate::store::{EventAppended, Namespace, StoreNotice};
+use crate::store::{EventAppended, Namespace, Notices, StoreNotice};
 
 /// The notification channel (database-wide; the payload names the schema).
 pub const CHANNEL: &str = "callbackd_events";
@@ -152,7 +152,7 @@ pub async fn run(
     mut cfg: tokio_postgres::Config,
     instance: String,
     schema: String,
-    events: broadcast::Sender<StoreNotice>,
+    events: Arc<Notices>,
     ready: tokio::sync::oneshot::Sender<Result<(), tokio_postgres::Error>>,
 ) {
     cfg.application_name(format!("{LISTENER_APP} {instance}"));
@@ -180,7 +180,7 @@ async fn listen_once(
     cfg: &tokio_postgres::Config,
     instance: &str,
     schema: &str,
-    events: &broadcast::Sender<StoreNotice>,
+    events: &Notices,
     ready: &mut Option<tokio::sync::oneshot::Sender<Result<(), tokio_postgres::Error>>>,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = cfg.connect(NoTls).await?;
@@ -214,12 +214,12 @@ async fn listen_once(
         // Back after a loss: whatever was announced meanwhile was not heard.
         None => {
             tracing::info!("the PostgreSQL listener is back; followers re-read");
-            let _ = events.send(StoreNotice::Resync);
+            events.send(StoreNotice::Resync);
         }
     }
     while let Some(raw) = rx.recv().await {
         if let Some(notice) = decode(&raw, instance, schema) {
-            let _ = events.send(notice);
+            events.send(notice);
         }
     }
     drop(client);

@@ -28,7 +28,8 @@ use tokio_postgres::NoTls;
 
 use super::sql;
 use super::{
-    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
+    BoxFuture, EventAppended, Listener, Namespace, Notices, Store, StoreCall, StoreError,
+    StoreNotice, StoreOutput,
 };
 use crate::secret::Secret;
 use db::Db;
@@ -119,7 +120,7 @@ struct Inner {
     handle: tokio::runtime::Handle,
     /// That runtime, owned by the store (shut down in the background when it goes).
     runtime: Option<tokio::runtime::Runtime>,
-    events: broadcast::Sender<StoreNotice>,
+    events: Arc<Notices>,
     max_page_size: usize,
     schema: String,
     /// Appends waiting to be grouped into a shared transaction.
@@ -235,7 +236,7 @@ impl PgStore {
                 })?;
         }
         drop(client);
-        let (events, _) = broadcast::channel(1024);
+        let events = Arc::new(Notices::new(1024));
         let instance = crate::secret::Secret::generate()
             .map(|s| s.expose()[..16].to_string())
             .unwrap_or_else(|_| format!("{}-{:?}", std::process::id(), std::time::Instant::now()));
@@ -428,8 +429,7 @@ impl Store for PgStore {
                 call => inner.retrying(|| inner.call_once(&ns, &call)).await?,
             };
             if let Some(notice) = notice {
-                // No receivers is fine: nobody is following live.
-                let _ = inner.events.send(StoreNotice::Appended(notice));
+                inner.events.send(StoreNotice::Appended(notice));
             }
             Ok(output)
         })
@@ -437,6 +437,10 @@ impl Store for PgStore {
 
     fn subscribe(&self) -> broadcast::Receiver<StoreNotice> {
         self.inner.events.subscribe()
+    }
+
+    fn listen(&self, listener: Listener) {
+        self.inner.events.listen(listener);
     }
 
     crate::store::record_stores!();

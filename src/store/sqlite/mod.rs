@@ -30,7 +30,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::sql;
 use super::{
-    BoxFuture, EventAppended, Namespace, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
+    BoxFuture, EventAppended, Listener, Namespace, Notices, Store, StoreCall, StoreError,
+    StoreNotice, StoreOutput,
 };
 pub(crate) use exec::Conn;
 use writer::{Job, Writer};
@@ -117,7 +118,7 @@ pub struct SqliteStore {
     /// Whether an uncontended store write may run on the caller's thread (see [`writer`]).
     inline_writes: bool,
     readers: Arc<ReaderPool>,
-    events: broadcast::Sender<StoreNotice>,
+    events: Arc<Notices>,
     max_page_size: usize,
     /// Stops the checkpoint thread when the store is dropped.
     _checkpointer: wal::Checkpointer,
@@ -223,7 +224,7 @@ impl SqliteStore {
             .name("callbackd-writer".into())
             .spawn(move || writer::run(thread_write, rx))
             .map_err(OpenError::Thread)?;
-        let (events, _) = broadcast::channel(1024);
+        let events = Arc::new(Notices::new(1024));
         Ok(SqliteStore {
             writer: tx,
             write,
@@ -344,6 +345,10 @@ impl Store for SqliteStore {
         self.events.subscribe()
     }
 
+    fn listen(&self, listener: Listener) {
+        self.events.listen(listener);
+    }
+
     crate::store::record_stores!();
 }
 
@@ -354,7 +359,7 @@ struct CallJob {
     output: Option<StoreOutput>,
     notice: Option<EventAppended>,
     reply: Option<oneshot::Sender<Result<StoreOutput, StoreError>>>,
-    events: broadcast::Sender<StoreNotice>,
+    events: Arc<Notices>,
 }
 
 impl Job for CallJob {
@@ -373,8 +378,7 @@ impl Job for CallJob {
         let result = committed.map(|()| self.output.take().flatten());
         if result.is_ok() {
             if let Some(notice) = self.notice.take() {
-                // No receivers is fine: nobody is following live.
-                let _ = self.events.send(StoreNotice::Appended(notice));
+                self.events.send(StoreNotice::Appended(notice));
             }
         }
         if let Some(reply) = self.reply.take() {
