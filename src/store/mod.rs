@@ -143,7 +143,8 @@ pub trait Store: Send + Sync + 'static {
         call: StoreCall,
     ) -> BoxFuture<'_, Result<StoreOutput, StoreError>>;
 
-    /// Notifications of committed appends, for live followers (an SSE stream, tests). A
+    /// Notifications of committed appends, for receivers that read at their own pace
+    /// (metrics, tests; what must react at once listens, [`Store::listen`]). A
     /// [`broadcast::error::RecvError::Lagged`] and a [`StoreNotice::Resync`] both mean
     /// "re-read what you follow".
     fn subscribe(&self) -> broadcast::Receiver<StoreNotice>;
