@@ -127,11 +127,13 @@ pub async fn run(
     if a.finish {
         create_runs(target, &agent, &run_ids).await?;
     }
-    let (mut m, seqs) = measure(target, clients, |_, mut conn: Conn| {
+    let (mut m, per_client) = measure(target, clients, |_, mut conn: Conn| {
         let (a, next, run_ids, agent) = (a.clone(), next.clone(), run_ids.clone(), agent.clone());
         async move {
             let mut rec = Recorder::default();
             let mut seen: Vec<(usize, u64)> = Vec::new();
+            // Each call's latency, as a run's first append or a later one.
+            let (mut first, mut later) = (Vec::new(), Vec::new());
             loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 if k >= total {
@@ -143,7 +145,11 @@ pub async fn run(
                 } else {
                     a.payloads.append_body(&agent, &run_ids[r], k)
                 };
-                let Some(answer) = rec.call_as(&mut conn, body, a.auth_of(r)).await else {
+                let answer = rec.call_as(&mut conn, body, a.auth_of(r)).await;
+                if let Some(&took) = rec.latencies.last() {
+                    if k < a.runs { &mut first } else { &mut later }.push(took);
+                }
+                let Some(answer) = answer else {
                     continue;
                 };
                 if !verify {
@@ -163,10 +169,18 @@ pub async fn run(
                     Err(e) => rec.wrong(format!("append answer: {e}")),
                 }
             }
-            (rec, seen)
+            (rec, (seen, first, later))
         }
     })
     .await?;
+    let mut seqs = Vec::with_capacity(per_client.len());
+    for (seen, first, later) in per_client {
+        seqs.push(seen);
+        m.first_of_run.extend(first);
+        m.later_in_run.extend(later);
+    }
+    m.first_of_run.sort_unstable();
+    m.later_in_run.sort_unstable();
     if verify {
         let mut per_run: Vec<Vec<u64>> = vec![Vec::new(); a.runs];
         for (r, seq) in seqs.into_iter().flatten() {

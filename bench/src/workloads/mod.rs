@@ -31,6 +31,10 @@ pub struct Measured {
     pub server_cpu: Option<Duration>,
     pub peak_rss_kib: Option<u64>,
     pub loadgen_cpu: Option<Duration>,
+    /// `append` only: the latencies of each run's first append, and of the others (sorted,
+    /// ns): a fresh run's first append is the one that reads its place in the event index.
+    pub first_of_run: Vec<u64>,
+    pub later_in_run: Vec<u64>,
 }
 
 impl Measured {
@@ -119,6 +123,7 @@ where
             server_cpu,
             peak_rss_kib: target.pid.and_then(rss_kib).map(|(_, hwm)| hwm),
             loadgen_cpu,
+            ..Measured::default()
         },
         outs,
     ))
