@@ -1333,6 +1333,113 @@ fn prune_dry_run_changes_nothing_and_prune_gives_the_space_back() {
     assert!(text.contains("bytes (file and WAL)"), "{text}");
 }
 
+/// Issue 24: on a terminal, without `--yes`, prune shows what it would remove and asks;
+/// anything but yes removes nothing (and says so, non-zero), yes removes it.
+#[test]
+fn prune_on_a_terminal_asks_and_removes_only_on_yes() {
+    let world = World::new();
+    let db = world.cwd.join("callbackd.db");
+    database_with_finished_runs(&db, 3, 10);
+    let db_arg = db.to_str().unwrap();
+
+    for (answer, removes) in [("n", false), ("", false), ("yes", true)] {
+        let (status, screen, stdout) = prune_on_a_terminal(
+            &world,
+            &["prune", "--db", db_arg, "--older-than", "0s"],
+            answer,
+        );
+        assert!(
+            screen.contains("remove the events of 3 runs (30 events") && screen.contains("[y/N]"),
+            "answer {answer:?}: the question shows what would go: {screen}"
+        );
+        if removes {
+            assert!(status.success(), "answer {answer:?}: {screen} {stdout}");
+            assert!(stdout.contains("pruned the events of 3 runs"), "{stdout}");
+            assert_eq!(event_count(&db), 0);
+        } else {
+            assert!(!status.success(), "answer {answer:?} must fail: {screen}");
+            assert!(
+                screen.contains("not pruned: the answer was not yes"),
+                "{screen}"
+            );
+            assert_eq!(event_count(&db), 30, "answer {answer:?} removed events");
+        }
+    }
+}
+
+/// Runs `args` with stdin and stderr on a pseudo-terminal, answers `answer` once the
+/// question `[y/N]` shows, and returns the exit status, what the terminal showed and stdout.
+fn prune_on_a_terminal(
+    world: &World,
+    args: &[&str],
+    answer: &str,
+) -> (std::process::ExitStatus, String, String) {
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let mut child = world
+        .command(args)
+        .stdin(Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(Stdio::from(pty.slave))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let mut writer = master.try_clone().unwrap();
+    // The terminal's output, read on a thread (a pty read blocks; it ends with EIO once the
+    // child has exited and closed its side).
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut screen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut answered = false;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok(bytes) => screen.extend(bytes),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The terminal closed: the child is exiting.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        if !answered && String::from_utf8_lossy(&screen).contains("[y/N]") {
+            writer.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            answered = true;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            // What is still on its way from the terminal.
+            while let Ok(bytes) = rx.recv_timeout(Duration::from_millis(100)) {
+                screen.extend(bytes);
+            }
+            let mut stdout = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut stdout)
+                .unwrap();
+            return (
+                status,
+                String::from_utf8_lossy(&screen).into_owned(),
+                stdout,
+            );
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!(
+                "prune did not finish (answered: {answered}): {}",
+                String::from_utf8_lossy(&screen)
+            );
+        }
+    }
+}
+
 /// Issue 24: `print-config` is the whole reference, and the example file is exactly it; the
 /// printed file is a configuration `check-config` accepts as it is.
 #[test]
