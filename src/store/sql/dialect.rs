@@ -75,10 +75,13 @@ impl Dialect {
         }
     }
 
-    /// The size in bytes of text column `column`.
+    /// The size in bytes of text column `column`, read from the row's header where the
+    /// engine can: SQLite's `octet_length` (3.43+; the bundled one is newer) does not load the
+    /// value, where `length(CAST(x AS BLOB))` copied every payload (and read its overflow
+    /// pages) to measure it; PostgreSQL's takes a TOASTed value's size from its pointer.
     pub fn byte_length(self, column: &str) -> String {
         match self {
-            Dialect::Sqlite => format!("length(CAST({column} AS BLOB))"),
+            Dialect::Sqlite => format!("octet_length({column})"),
             Dialect::Postgres => format!("octet_length({column})"),
         }
     }
