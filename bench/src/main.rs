@@ -511,14 +511,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                     opts.daemons <= 1,
                     "the growth workload stops and starts its one daemon (not with --daemons)"
                 );
-                let db = match &opts.pg_url {
-                    Some(url) => PathBuf::from(url),
-                    None => dir.0.join("callbackd.db"),
-                };
-                let store = workloads::growth::store_of(
-                    &db,
-                    opts.pg_url.as_ref().map(|_| format!("bench_{tag}")),
-                );
+                let (db, store) = started_store(opts, dir, &tag);
                 let sizes = opts.growth_sizes.clone().unwrap_or_else(|| {
                     if opts.quick {
                         vec![2000, 5000]
@@ -560,14 +553,7 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                 let Some((dir, _)) = &scratch else {
                     anyhow::bail!("the floor workload needs a started callbackd (not --url)");
                 };
-                let db = match &opts.pg_url {
-                    Some(url) => PathBuf::from(url),
-                    None => dir.0.join("callbackd.db"),
-                };
-                let store = workloads::growth::store_of(
-                    &db,
-                    opts.pg_url.as_ref().map(|_| format!("bench_{tag}")),
-                );
+                let (db, store) = started_store(opts, dir, &tag);
                 if opts.pg_url.is_none() {
                     let a = Arc::new(append::Append {
                         tag: tag.clone(),
@@ -689,6 +675,21 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
         (None, _) => {}
     }
     Ok(report)
+}
+
+/// The started daemon's store: its `--db` argument, and where the bench reaches its tables.
+fn started_store(
+    opts: &Opts,
+    dir: &ScratchDir,
+    tag: &str,
+) -> (PathBuf, workloads::growth_fill::Store) {
+    let db = match &opts.pg_url {
+        Some(url) => PathBuf::from(url),
+        None => dir.0.join("callbackd.db"),
+    };
+    let store =
+        workloads::growth::store_of(&db, opts.pg_url.as_ref().map(|_| format!("bench_{tag}")));
+    (db, store)
 }
 
 /// `LO-HI`, two sizes in bytes.

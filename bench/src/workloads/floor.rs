@@ -20,7 +20,7 @@
 
 use std::time::Instant;
 
-use anyhow::{ensure, Context};
+use anyhow::Context;
 
 use super::growth_fill::{self as fill, Store, NS};
 use super::Measured;
@@ -177,7 +177,7 @@ pub async fn replay(
                        FROM run_events WHERE ns = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4";
     let pages = events.div_ceil(PAGE as usize);
     let mut m = Measured::default();
-    let mut latencies = Vec::with_capacity(pages * passes);
+    let mut latencies: Vec<u64> = Vec::with_capacity(pages * passes);
     let check = |m: &mut Measured, page: usize, seqs: &[i64]| {
         let first = page as i64 * PAGE + 1;
         let want = (events as i64 - first + 1).clamp(0, PAGE + 1) as usize;
@@ -190,6 +190,14 @@ pub async fn replay(
             ));
         }
     };
+    let mut page_read = |m: &mut Measured, page: usize, t0: Instant, rows: &[EventRow]| {
+        latencies.push(t0.elapsed().as_nanos() as u64);
+        let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+        if rows.iter().any(|r| r.bytes() == 0) {
+            m.wrong(format!("page {page}: an empty row"));
+        }
+        check(m, page, &seqs);
+    };
     let started;
     match store {
         Store::Sqlite(path) => {
@@ -200,26 +208,19 @@ pub async fn replay(
                 for page in 0..pages {
                     let t0 = Instant::now();
                     let after = page as i64 * PAGE;
-                    let mut rows = stmt.query(rusqlite::params![NS, run, after, PAGE + 1])?;
-                    let mut seqs = Vec::with_capacity(PAGE as usize + 1);
-                    let mut bytes = 0;
-                    while let Some(row) = rows.next()? {
-                        let seq: i64 = row.get(0)?;
-                        let event_type: String = row.get(1)?;
-                        let payload: String = row.get(2)?;
-                        let payload_ref: Option<String> = row.get(3)?;
-                        let key: Option<String> = row.get(4)?;
-                        let created: i64 = row.get(5)?;
-                        bytes += event_type.len()
-                            + payload.len()
-                            + payload_ref.map_or(0, |s| s.len())
-                            + key.map_or(0, |s| s.len())
-                            + usize::from(created > 0);
-                        seqs.push(seq);
-                    }
-                    latencies.push(t0.elapsed().as_nanos() as u64);
-                    ensure!(bytes > 0 || seqs.is_empty(), "empty rows");
-                    check(&mut m, page, &seqs);
+                    let rows = stmt
+                        .query_map(rusqlite::params![NS, run, after, PAGE + 1], |r| {
+                            Ok(EventRow {
+                                seq: r.get(0)?,
+                                event_type: r.get(1)?,
+                                payload: r.get(2)?,
+                                payload_ref: r.get(3)?,
+                                key: r.get(4)?,
+                                created: r.get(5)?,
+                            })
+                        })?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    page_read(&mut m, page, t0, &rows);
                 }
             }
         }
@@ -231,26 +232,20 @@ pub async fn replay(
                 for page in 0..pages {
                     let t0 = Instant::now();
                     let after = page as i64 * PAGE;
-                    let rows = c.query(&stmt, &[&NS, &run, &after, &(PAGE + 1)]).await?;
-                    let mut seqs = Vec::with_capacity(rows.len());
-                    let mut bytes = 0;
-                    for row in &rows {
-                        let seq: i64 = row.get(0);
-                        let event_type: String = row.get(1);
-                        let payload: String = row.get(2);
-                        let payload_ref: Option<String> = row.get(3);
-                        let key: Option<String> = row.get(4);
-                        let created: i64 = row.get(5);
-                        bytes += event_type.len()
-                            + payload.len()
-                            + payload_ref.map_or(0, |s| s.len())
-                            + key.map_or(0, |s| s.len())
-                            + usize::from(created > 0);
-                        seqs.push(seq);
-                    }
-                    latencies.push(t0.elapsed().as_nanos() as u64);
-                    ensure!(bytes > 0 || seqs.is_empty(), "empty rows");
-                    check(&mut m, page, &seqs);
+                    let rows: Vec<EventRow> = c
+                        .query(&stmt, &[&NS, &run, &after, &(PAGE + 1)])
+                        .await?
+                        .iter()
+                        .map(|r| EventRow {
+                            seq: r.get(0),
+                            event_type: r.get(1),
+                            payload: r.get(2),
+                            payload_ref: r.get(3),
+                            key: r.get(4),
+                            created: r.get(5),
+                        })
+                        .collect();
+                    page_read(&mut m, page, t0, &rows);
                 }
             }
         }
@@ -260,6 +255,27 @@ pub async fn replay(
     latencies.sort_unstable();
     m.latencies = latencies;
     Ok(m)
+}
+
+/// One event row read out column by column, as a server must before it can answer.
+struct EventRow {
+    seq: i64,
+    event_type: String,
+    payload: String,
+    payload_ref: Option<String>,
+    key: Option<String>,
+    created: i64,
+}
+
+impl EventRow {
+    /// What the row carries (a row read out as nothing is a wrong read).
+    fn bytes(&self) -> usize {
+        self.event_type.len()
+            + self.payload.len()
+            + self.payload_ref.as_ref().map_or(0, String::len)
+            + self.key.as_ref().map_or(0, String::len)
+            + usize::from(self.created > 0)
+    }
 }
 
 fn now_ms() -> i64 {
