@@ -278,6 +278,27 @@ pub async fn run_inputs<X: Exec>(
     Ok(rows.into_iter().collect())
 }
 
+/// A `RunRecords` read over a list of runs, `fn $name(&self, ns, run_ids)`, answered by
+/// `$read(x, ns, run_ids)` on a reader: the runs list's batched reads (one store call per
+/// page for all its runs), written once.
+macro_rules! runs_read {
+    ($name:ident, $out:ty, $read:path) => {
+        fn $name(
+            &self,
+            ns: &$crate::store::Namespace,
+            run_ids: &[String],
+        ) -> $crate::store::BoxFuture<'_, Result<$out, $crate::store::StoreError>> {
+            let ns = ns.as_str().to_string();
+            let run_ids = run_ids.to_vec();
+            self.sql_read(move |x| {
+                let (ns, run_ids) = (ns.clone(), run_ids.clone());
+                Box::pin(async move { $read(x, &ns, &run_ids).await })
+            })
+        }
+    };
+}
+pub(crate) use runs_read;
+
 /// `impl RunRecords for $store`, for a store with `sql_read` and `sql_write` and its own
 /// `tool_call_owner`, `delta_seen`, `prune_runs` and `interrupt_tool_calls`.
 macro_rules! impl_run_records {
@@ -445,23 +466,11 @@ macro_rules! impl_run_records {
                 })
             }
 
-            fn run_inputs(
-                &self,
-                ns: &$crate::store::Namespace,
-                run_ids: &[String],
-            ) -> $crate::store::BoxFuture<
-                '_,
-                Result<std::collections::HashMap<String, String>, $crate::store::StoreError>,
-            > {
-                let ns = ns.as_str().to_string();
-                let run_ids = run_ids.to_vec();
-                self.sql_read(move |x| {
-                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
-                    Box::pin(async move {
-                        $crate::store::sql::records::run_inputs(x, &ns, &run_ids).await
-                    })
-                })
-            }
+            $crate::store::sql::records::runs_read!(
+                run_inputs,
+                std::collections::HashMap<String, String>,
+                $crate::store::sql::records::run_inputs
+            );
 
             fn run_positions(
                 &self,
@@ -480,44 +489,17 @@ macro_rules! impl_run_records {
                 })
             }
 
-            fn runs_positions(
-                &self,
-                ns: &$crate::store::Namespace,
-                run_ids: &[String],
-            ) -> $crate::store::BoxFuture<
-                '_,
-                Result<
-                    std::collections::HashMap<String, $crate::store::records::RunPositions>,
-                    $crate::store::StoreError,
-                >,
-            > {
-                let ns = ns.as_str().to_string();
-                let run_ids = run_ids.to_vec();
-                self.sql_read(move |x| {
-                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
-                    Box::pin(async move {
-                        $crate::store::sql::records::runs_positions(x, &ns, &run_ids).await
-                    })
-                })
-            }
+            $crate::store::sql::records::runs_read!(
+                runs_positions,
+                std::collections::HashMap<String, $crate::store::records::RunPositions>,
+                $crate::store::sql::records::runs_positions
+            );
 
-            fn last_events(
-                &self,
-                ns: &$crate::store::Namespace,
-                run_ids: &[String],
-            ) -> $crate::store::BoxFuture<
-                '_,
-                Result<std::collections::HashMap<String, String>, $crate::store::StoreError>,
-            > {
-                let ns = ns.as_str().to_string();
-                let run_ids = run_ids.to_vec();
-                self.sql_read(move |x| {
-                    let (ns, run_ids) = (ns.clone(), run_ids.clone());
-                    Box::pin(async move {
-                        $crate::store::sql::run_events::last_of_runs(x, &ns, &run_ids).await
-                    })
-                })
-            }
+            $crate::store::sql::records::runs_read!(
+                last_events,
+                std::collections::HashMap<String, String>,
+                $crate::store::sql::run_events::last_of_runs
+            );
 
             fn prune_batch(
                 &self,
