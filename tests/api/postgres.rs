@@ -505,3 +505,54 @@ async fn check_finds_a_corrupted_blob_and_names_it() {
     drop(app);
     pg.drop_schema();
 }
+
+/// A server on the same host, reached through its Unix socket: the socket's directory,
+/// percent-encoded, as the URL's host (libpq's form). scripts/pg-cluster puts the socket in
+/// the cluster's directory (`CALLBACKD_TEST_PG_DIR`); against a server of one's own, skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_same_host_server_is_reached_through_its_unix_socket() {
+    let Some(pg) = target() else { return };
+    let Ok(cluster) = std::env::var("CALLBACKD_TEST_PG_DIR") else {
+        eprintln!("CALLBACKD_TEST_PG_DIR unset: the socket's directory is unknown");
+        return;
+    };
+    let tcp: tokio_postgres::Config = pg.url.parse().unwrap();
+    let name = format!("socket-test-{}", pg.schema);
+    let socket_url = format!(
+        "postgres://{}@{}:{}/{}?application_name={name}",
+        tcp.get_user().unwrap(),
+        cluster.replace('%', "%25").replace('/', "%2F"),
+        tcp.get_ports()[0],
+        tcp.get_dbname().unwrap_or("postgres"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pg-schema"), &pg.schema).unwrap();
+    let local = TestApp::spawn_in(dir, |c| c.store.set_location(&socket_url)).await;
+    let appended = local
+        .store_ok(
+            "runEvents",
+            "append",
+            json!({"runId": "r", "eventType": "run_stream_event", "payload": {"n": 1}}),
+        )
+        .await
+        .unwrap();
+    // The daemon's pooled connections (named in the URL) came through the socket: no
+    // client address.
+    let (over_socket, over_tcp) = (
+        local.count(&format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}' AND client_addr IS NULL")).await,
+        local.count(&format!("SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}' AND client_addr IS NOT NULL")).await,
+    );
+    assert!(
+        over_socket >= 1 && over_tcp == 0,
+        "{over_socket} over the socket, {over_tcp} over TCP"
+    );
+    // Another daemon over TCP reads what went through the socket.
+    let remote = daemon_on(&pg).await;
+    let listed = remote
+        .store_ok("runEvents", "list", json!({"runId": "r"}))
+        .await
+        .unwrap();
+    assert_eq!(listed["items"][0], appended);
+    drop((local, remote));
+    pg.drop_schema();
+}
