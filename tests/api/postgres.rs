@@ -24,9 +24,14 @@ fn target() -> Option<PgTarget> {
 
 /// A daemon on `pg`'s schema, with its own directory (its own tokens).
 async fn daemon_on(pg: &PgTarget) -> TestApp {
+    daemon_with(pg, |_| {}).await
+}
+
+/// [`daemon_on`] with a config tweak applied after the schema's (another URL, say).
+async fn daemon_with(pg: &PgTarget, tweak: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("pg-schema"), &pg.schema).unwrap();
-    TestApp::spawn_in(dir, |_| {}).await
+    TestApp::spawn_in(dir, tweak).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -525,9 +530,7 @@ async fn a_same_host_server_is_reached_through_its_unix_socket() {
         tcp.get_ports()[0],
         tcp.get_dbname().unwrap_or("postgres"),
     );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("pg-schema"), &pg.schema).unwrap();
-    let local = TestApp::spawn_in(dir, |c| c.store.set_location(&socket_url)).await;
+    let local = daemon_with(&pg, |c| c.store.set_location(&socket_url)).await;
     let appended = local
         .store_ok(
             "runEvents",
