@@ -34,9 +34,14 @@ pub fn init(config: &LogConfig) {
 
 /// Writes one line to stderr. Unlike `eprintln!`, a stderr nobody reads any more (a pipe
 /// whose reader died) is not a panic: the process goes on without that line.
+///
+/// The line is formatted first and written whole: stderr is unbuffered, so `writeln!` with
+/// the arguments made one `write` per formatted piece (about 80 for the `callbackd ready
+/// {json}` line), and a supervisor or test reading the output meanwhile saw half a line.
 pub fn stderr_line(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let text = format!("{line}\n");
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Routes panic messages through `tracing`, so that with `log.format = "json"` a panicking

@@ -99,7 +99,8 @@ class Proc:
         """Wait until stderr has a line starting with `prefix`; return the rest of that line."""
         deadline = time.monotonic() + timeout
         while True:
-            for line in self.stderr_text().splitlines():
+            # Complete lines only: the last one may still be being written.
+            for line in self.stderr_text().split("\n")[:-1]:
                 if line.startswith(prefix):
                     return line[len(prefix):]
             if not self.alive():
@@ -207,7 +208,9 @@ class FakeBackend:
 
     def records(self) -> list[dict]:
         try:
-            return [json.loads(line) for line in self.log_path.read_text().splitlines() if line.strip()]
+            # Complete lines only: the last one may still be being written.
+            lines = self.log_path.read_text().split("\n")[:-1]
+            return [json.loads(line) for line in lines if line.strip()]
         except FileNotFoundError:
             return []
 
