@@ -8,6 +8,7 @@ whose events retention removed (410). Screenshots go to <tmp_path>/screenshots.
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -168,6 +169,27 @@ class Proxy:
         self.server.close()
 
 
+@contextlib.contextmanager
+def browsing(b: Browser, shots: Path, *stops):
+    """The body of a browser test: no page error or request off 127.0.0.1 at its end; on a
+    failure, a screenshot of what the page showed; the browser and `stops` closed either way."""
+    try:
+        yield
+        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
+        assert not errors, errors
+    except BaseException:
+        try:
+            b("screenshot", path=str(shots / "failure.png"))
+        except Exception:
+            pass
+        raise
+    finally:
+        b.close()
+        for stop in stops:
+            stop()
+        print(f"screenshots: {shots}")
+
+
 def api(base: str, path: str, token: str = API_TOKEN) -> dict:
     u = urllib.parse.urlparse(base)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
@@ -221,6 +243,20 @@ def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.Callbackd
     return run, ready
 
 
+def daemon_with(setup_env, tmp_path, monkeypatch, config_text: str):
+    """`callbackd run` with the real bridge and the fake backend, configured by `config_text`
+    and the API token; its data in <tmp_path>/data."""
+    config = tmp_path / "callbackd.toml"
+    config.write_text(config_text)
+    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
+    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
+    backend = h.FakeBackend(setup_env, tmp_path, "auto")
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    run, ready = start_run(setup_env, tmp_path, backend, tmp_path / "ws", db, h.rand_token(), h.rand_token())
+    return backend, run, ready
+
+
 def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch):
     shots = tmp_path / "screenshots"
     shots.mkdir()
@@ -244,7 +280,7 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
     base = f"http://127.0.0.1:{proxy.port}"
     console = f"{base}/ui/"
     b = Browser(browser_env, tmp_path)
-    try:
+    with browsing(b, shots, proxy.close):
         # A wrong token says so and asks again; the right one from the fragment is taken out of
         # the address bar.
         b("goto", url=console + "#token=not-the-token")
@@ -390,18 +426,6 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         assert b("eval", js="() => document.querySelector('.final .output').textContent") == final
         assert b("eval", js="() => document.querySelector('.run').dataset.status") == "finished"
 
-        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
-        assert not errors, errors
-    except BaseException:
-        try:
-            b("screenshot", path=str(shots / "failure.png"))   # what the page showed
-        except Exception:
-            pass
-        raise
-    finally:
-        b.close()
-        proxy.close()
-        print(f"screenshots: {shots}")
 
 
 DEPLOY_CONFIG = '''
@@ -421,15 +445,7 @@ def test_console_approves_with_edited_arguments(setup_env, browser_env, tmp_path
     `confirm = true` runs only after the confirming click; an `ask_user` question is answered
     by clicking one of its options, and the answer reaches the model."""
     marker = tmp_path / "deployed.json"
-    config = tmp_path / "callbackd.toml"
-    config.write_text(DEPLOY_CONFIG.format(marker=marker))
-    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
-    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
-    backend = h.FakeBackend(setup_env, tmp_path, "auto")
-    ws = tmp_path / "ws"
-    db = tmp_path / "data" / "callbackd.db"
-    db.parent.mkdir(parents=True)
-    run, ready = start_run(setup_env, tmp_path, backend, ws, db, h.rand_token(), h.rand_token())
+    backend, run, ready = daemon_with(setup_env, tmp_path, monkeypatch, DEPLOY_CONFIG.format(marker=marker))
     base = ready["url"].rstrip("/")
     b = Browser(browser_env, tmp_path)
     try:
@@ -559,7 +575,7 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
         b("screenshot", path=str(shots / name), full_page=False)
         if docs:
             shutil.copy(shots / name, Path(docs) / f"console-{name}")
-    try:
+    with browsing(b, shots, run.proc.stop):
         # Rename the first session on its page.
         b("goto", url=f"{base}/ui/#token={API_TOKEN}")
         b("wait", selector="table.sessions tbody tr")
@@ -679,18 +695,6 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
         assert rows == [sids[1]], rows
         assert call("GET", f"/v1/sessions/{sids[0]}")[0] == 404
 
-        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
-        assert not errors, errors
-    except BaseException:
-        try:
-            b("screenshot", path=str(shots / "failure.png"))
-        except Exception:
-            pass
-        raise
-    finally:
-        b.close()
-        run.proc.stop()
-        print(f"screenshots: {shots}")
 
 
 def test_console_timeline_names_layouts_and_unknown_ids(setup_env, browser_env, tmp_path, monkeypatch):
@@ -700,16 +704,8 @@ def test_console_timeline_names_layouts_and_unknown_ids(setup_env, browser_env, 
     overflow and what was asked visible; unknown session and run pages that stop loading and
     offer no Send; the token remembered across tabs only when asked. With CONSOLE_DOCS_DIR=docs
     the screenshots refresh docs/console-*.png."""
-    config = tmp_path / "callbackd.toml"
     marker = tmp_path / "guarded-runs"
-    config.write_text(CONFIG.replace("__MARKER__", str(marker)))
-    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
-    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
-    backend = h.FakeBackend(setup_env, tmp_path, "auto")
-    ws = tmp_path / "ws"
-    db = tmp_path / "data" / "callbackd.db"
-    db.parent.mkdir(parents=True)
-    run, ready = start_run(setup_env, tmp_path, backend, ws, db, h.rand_token(), h.rand_token())
+    backend, run, ready = daemon_with(setup_env, tmp_path, monkeypatch, CONFIG.replace("__MARKER__", str(marker)))
     base = ready["url"].rstrip("/")
     console = f"{base}/ui/"
     shots = tmp_path / "screenshots"
@@ -725,7 +721,7 @@ def test_console_timeline_names_layouts_and_unknown_ids(setup_env, browser_env, 
     def fits(width: int) -> bool:
         return b("eval", js=f"() => document.documentElement.scrollWidth <= {width}")
 
-    try:
+    with browsing(b, shots, run.proc.stop):
         # The token typed into the dialog with "Remember on this device": a new tab (a fresh
         # sessionStorage) needs no token; without the box, a new tab asks again.
         b("goto", url=console)
@@ -791,7 +787,7 @@ def test_console_timeline_names_layouts_and_unknown_ids(setup_env, browser_env, 
             assert len(r["time"].split()) >= 3 and r["time"].count(":") == 2, r
             assert any(str(y) in r["title"] for y in range(2024, 2100)), r
         assert b("eval", js="() => !!document.querySelector('.transcript .approval .outcome time')"), "when it was decided"
-        assert b("eval", js="() => !!document.querySelector('.final h3 time')")
+        assert b("eval", js="() => !!document.querySelector('.final .ended time')")
         shot("timeline.png", full_page=True)
 
         # A long answer, so the lists have something to cut.
@@ -856,15 +852,3 @@ def test_console_timeline_names_layouts_and_unknown_ids(setup_env, browser_env, 
             assert state == {"send": False, "loading": False}, (page, state)
         shot("unknown.png")
 
-        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
-        assert not errors, errors
-    except BaseException:
-        try:
-            b("screenshot", path=str(shots / "failure.png"))
-        except Exception:
-            pass
-        raise
-    finally:
-        b.close()
-        run.proc.stop()
-        print(f"screenshots: {shots}")

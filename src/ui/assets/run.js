@@ -330,11 +330,13 @@ export class RunView {
     if (m.expired) parts.push(h("p.notice", {}, m.expired));
     if (m.usage) parts.push(h("p.usage", {}, h("strong", {}, "Usage: "), usageLine(m.usage)));
     if (m.terminal && m.status !== "error") {
-      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`, m.endedAt ? [" · ", stamp(m.endedAt)] : null),
+      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`),
+        m.endedAt ? h("p.ended.muted.small", {}, "ended ", stamp(m.endedAt)) : null,
         m.output ? h("div.text.output", {}, m.output) : h("p.muted", {}, "(no output)")));
     }
     if (m.error) {
-      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed", m.endedAt ? [" · ", stamp(m.endedAt)] : null),
+      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed"),
+        m.endedAt ? h("p.ended.muted.small", {}, "ended ", stamp(m.endedAt)) : null,
         h("p.detail", {}, m.error.detail || "(no detail)"),
         m.error.code ? h("p.muted", {}, `code ${m.error.code}`) : null));
     }
