@@ -749,7 +749,13 @@ fn client_commands_find_a_run_on_a_free_port_through_its_runtime_file() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.starts_with("SESSION "), "{stdout}");
+    // The daemon answered: no sessions yet, said on stderr, nothing (no empty table) on stdout.
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no sessions yet"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A wrong URL: nothing on stdout, and the error names the URL and the tokens file.
     let out = client_command(&["sessions", "--db", db, "--url", "http://127.0.0.1:1/"]);

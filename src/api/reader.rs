@@ -330,6 +330,11 @@ fn stored_event(mut item: Value) -> Result<StoredEvent, Problem> {
     }
 }
 
+/// The 404 of an unknown session (or one of another namespace).
+pub fn no_session(id: &str) -> Problem {
+    Problem::not_found(format!("no session {id:?} (GET /v1/sessions lists them)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

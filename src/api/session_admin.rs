@@ -25,8 +25,7 @@ use serde_json::Value;
 
 use super::bridge::bridge_problem;
 use super::problem::{Problem, ProblemCode};
-use super::reader::{is_terminal, Session};
-use super::sessions::no_session;
+use super::reader::{is_terminal, no_session, Session};
 use super::{json_response, ApiState, Caller};
 use crate::connect::client::ClientError;
 use crate::store::{AgentFilter, StoreCall};

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::bridge::bridge_problem;
 use super::problem::Problem;
+pub use super::reader::no_session;
 use super::reader::{Listed, RunSummary, Session};
 use super::{json_response, limit, query, ApiJson, ApiState, Caller};
 
@@ -302,10 +303,6 @@ pub(super) async fn run_page(
             next_cursor: page.next_cursor,
         },
     ))
-}
-
-pub fn no_session(id: &str) -> Problem {
-    Problem::not_found(format!("no session {id:?} (GET /v1/sessions lists them)"))
 }
 
 #[cfg(test)]
