@@ -152,6 +152,7 @@ impl ApiState {
     fn reader<'a>(&'a self, ns: &'a crate::store::Namespace) -> reader::Reader<'a> {
         reader::Reader {
             store: self.inner.store.as_ref(),
+            records: self.inner.records.as_ref(),
             ns,
         }
     }

@@ -38,6 +38,7 @@ pub async fn run_trace(
 ) -> Result<Option<RunTrace>, String> {
     let reader = Reader {
         store: src.store.as_ref(),
+        records: src.records.as_ref(),
         ns,
     };
     let Some(doc) = reader.run(run_id).await.map_err(|p| p.detail)? else {

@@ -734,6 +734,35 @@ async fn sessions_and_runs_are_listed_from_the_store() {
     assert_eq!(state["tool_calls"], json!([]));
 }
 
+/// A session's `model` is its latest run's, latest as `runs.list` orders them (turn number,
+/// then run id): never an earlier turn's, nor another agent's later one.
+#[tokio::test]
+async fn a_sessions_model_is_that_of_its_latest_run() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    for (agent, run_id, turn, model) in [
+        ("a1", "r-b", 2, "turn-2-b"),
+        ("a1", "r-c", 2, "turn-2-c"),
+        ("a1", "r-a", 2, "turn-2-a"),
+        ("a2", "r-z", 9, "other-agent"),
+    ] {
+        let mut r = run(agent, run_id, turn);
+        r["model"] = json!({"id": model});
+        app.store_ok("runs", "create", json!({"run": r})).await;
+    }
+    let session = app.api_get("/v1/sessions/a1").await.json();
+    assert_eq!(session["model"], "turn-2-c", "{session}");
+    let listed = app.api_get("/v1/sessions").await.json();
+    let a1 = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "a1")
+        .cloned()
+        .unwrap();
+    assert_eq!(a1["model"], "turn-2-c", "{listed}");
+}
+
 #[tokio::test]
 async fn streams_do_not_count_against_the_callback_connection_cap() {
     let app = TestApp::spawn_with(|c| c.server.max_connections = 2).await;
