@@ -27,7 +27,7 @@ pub enum Command {
     /// Run the daemon with the bridge as its child: the callback flags go on the bridge's
     /// argv, its stderr is relayed, signals are forwarded, and callbackd exits with its status.
     Run(RunArgs),
-    /// Print the flags that point the bridge at this daemon.
+    /// Print the flags that point the bridge at this daemon (found as `healthcheck` finds it).
     BridgeArgs {
         #[command(flatten)]
         config: ConfigArgs,
@@ -80,6 +80,8 @@ pub enum Command {
     /// Print the commented example configuration.
     PrintConfig,
     /// Ask the running daemon's /healthz (for container health checks); exit 0 if healthy.
+    /// The daemon is the one --listen names, else the one the runtime file next to the
+    /// database names (a `callbackd run` on a free port), else 127.0.0.1:7420.
     Healthcheck(ConfigArgs),
     /// Internal: started by `run` next to the bridge; stops the bridge's process group if
     /// callbackd ends without releasing it (see `supervisor::watchdog`).
@@ -165,7 +167,7 @@ pub struct CopyStoreArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConfigArgs {
     /// TOML configuration file.
-    #[arg(long, env = "CALLBACKD_CONFIG", global = true)]
+    #[arg(long, env = "CALLBACKD_CONFIG", global = true, hide_env_values = true)]
     pub config: Option<PathBuf>,
     /// Listen address, ADDR:PORT (overrides server.listen).
     #[arg(long, global = true)]
@@ -197,8 +199,16 @@ impl ConfigArgs {
 /// Where a client command finds the run API, and how it prints.
 #[derive(Debug, Args, Clone)]
 pub struct ClientArgs {
-    /// The daemon's URL (`url` of its ready line). Default: the configured listen address.
-    #[arg(long, env = "CALLBACKD_URL", value_name = "URL")]
+    /// The daemon's URL (`url` of its ready line). Default: a listen address you chose
+    /// (--listen, CALLBACKD_LISTEN, server.listen), else the runtime file a running daemon
+    /// leaves next to the database (preferring one with a bridge), else 127.0.0.1:7420.
+    // `hide_env_values`: clap would print `[env: CALLBACKD_URL=]` when it is unset.
+    #[arg(
+        long,
+        env = "CALLBACKD_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub url: Option<String>,
     /// The API token. Default: `api_token` of the tokens file next to the database.
     #[arg(

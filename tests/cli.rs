@@ -1477,3 +1477,15 @@ fn print_config_is_the_example_file_and_a_valid_configuration() {
     let out = world.run(&["check-config", "--config", "printed.toml"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+#[test]
+fn the_help_of_url_names_the_runtime_file_and_no_empty_environment_value() {
+    let w = World::new();
+    let out = w.run(&["sessions", "--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = stdout(&out);
+    assert!(help.contains("runtime file"), "{help}");
+    assert!(help.contains("[env: CALLBACKD_URL]"), "{help}");
+    assert!(!help.contains("CALLBACKD_URL="), "{help}");
+    assert!(!help.contains("CALLBACKD_CONFIG="), "{help}");
+}

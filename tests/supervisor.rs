@@ -780,3 +780,87 @@ fn client_commands_find_a_run_on_a_free_port_through_its_runtime_file() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A `callbackd serve` (no bridge) on `db` and a free port, ready; killed when dropped.
+struct Serve(Child);
+
+impl Serve {
+    fn start(db: &str) -> Serve {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_callbackd"));
+        cmd.args(["serve", "--db", db, "--listen", "127.0.0.1:0"])
+            .env_remove("CALLBACKD_LISTEN")
+            .env_remove("CALLBACKD_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut serve = Serve(child);
+        for line in stderr.lines() {
+            if line.unwrap().starts_with("callbackd ready ") {
+                return serve;
+            }
+        }
+        let _ = serve.0.wait();
+        panic!("the second daemon never became ready");
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn healthcheck_and_bridge_args_find_a_run_on_a_free_port_and_prefer_it_to_a_later_serve() {
+    let mut run = Run::start(Opts::default());
+    let ready: serde_json::Value =
+        serde_json::from_str(&run.wait_line("callbackd ready ")).unwrap();
+    let url = ready["url"].as_str().unwrap().to_string();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let db = run.path("callbackd.db");
+    let db = db.to_str().unwrap();
+
+    let out = client_command(&["healthcheck", "--db", db]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("healthy: {addr} answered /healthz\n")
+    );
+
+    let out = client_command(&["bridge-args", "--db", db, "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(args["storeCallbackUrl"], url.as_str());
+    assert_eq!(args["toolCallbackUrl"], url.as_str());
+
+    // A daemon without a bridge started later on the same data: the clients stay with the
+    // one that can run turns, and say that they chose and which.
+    let _serve = Serve::start(db);
+    for command in [&["sessions", "--db", db][..], &["healthcheck", "--db", db]] {
+        let out = client_command(command);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "callbackd: 2 daemons run on this data directory; using pid {} at {url} \
+                 (bridge of namespace default",
+                run.child.id()
+            )),
+            "{command:?}: {stderr}"
+        );
+        assert!(stderr.contains("(no bridge"), "{command:?}: {stderr}");
+    }
+    let out = client_command(&["healthcheck", "--db", db]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&addr));
+}

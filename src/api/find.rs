@@ -112,8 +112,7 @@ pub async fn sessions(
         cursor,
     };
     let page = listed(&state.records().find_sessions(&caller.ns, query).await?)?;
-    let reader = state.reader(&caller.ns);
-    super::sessions::session_page(&reader, page).await
+    super::sessions::session_page(&state, &caller.ns, page).await
 }
 
 /// The [`RunQuery`] of a `GET /v1/runs` query string.

@@ -25,6 +25,8 @@ pub struct ForkSummary {
     pub forked_from: ForkedFrom,
     /// The model the fork was made with (its source's).
     pub model: String,
+    /// The fork's name as it is now (renamed or not), so a list tells forks apart.
+    pub name: Option<String>,
     pub created_at: String,
 }
 
@@ -34,18 +36,27 @@ pub struct ForkList {
     pub forks: Vec<ForkSummary>,
 }
 
-fn list(records: Vec<ForkRecord>) -> ForkList {
-    ForkList {
-        forks: records
-            .into_iter()
-            .map(|r| ForkSummary {
-                forked_from: ForkedFrom::of(&r),
-                created_at: rfc3339_ms(r.created_at_ms),
-                session_id: r.agent_id,
-                model: r.model,
-            })
-            .collect(),
+/// The forks of `records`, each with its current name (one indexed read per fork; a list
+/// holds the forks of one session or run).
+async fn list(
+    reader: &super::reader::Reader<'_>,
+    records: Vec<ForkRecord>,
+) -> Result<ForkList, Problem> {
+    let mut forks = Vec::with_capacity(records.len());
+    for r in records {
+        let name = reader
+            .agent(&r.agent_id)
+            .await?
+            .and_then(|doc| doc.get("name").and_then(Value::as_str).map(str::to_string));
+        forks.push(ForkSummary {
+            forked_from: ForkedFrom::of(&r),
+            created_at: rfc3339_ms(r.created_at_ms),
+            session_id: r.agent_id,
+            model: r.model,
+            name,
+        });
     }
+    Ok(ForkList { forks })
 }
 
 pub async fn of_session(
@@ -61,7 +72,7 @@ pub async fn of_session(
         .fork_records()
         .forks_from(&caller.ns, &id)
         .await?;
-    Ok(json_response(StatusCode::OK, &list(forks)))
+    Ok(json_response(StatusCode::OK, &list(&reader, forks).await?))
 }
 
 pub async fn of_run(
@@ -83,5 +94,5 @@ pub async fn of_run(
         .forks_from(&caller.ns, session)
         .await?;
     forks.retain(|f| f.source_run_id == run_id);
-    Ok(json_response(StatusCode::OK, &list(forks)))
+    Ok(json_response(StatusCode::OK, &list(&reader, forks).await?))
 }

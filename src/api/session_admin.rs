@@ -54,10 +54,18 @@ fn name_of(body: &Value) -> Result<String, Problem> {
             "unknown field {other:?}: a session takes only name"
         )));
     }
-    let name = match map.get("name") {
-        None => return Err(Problem::invalid("name is required")),
-        Some(Value::String(s)) => s.trim(),
-        Some(other) => {
+    match map.get("name") {
+        None => Err(Problem::invalid("name is required")),
+        Some(v) => checked_name(v),
+    }
+}
+
+/// A session name as given (`PATCH`, `POST /v1/sessions`), trimmed, or 400 saying what is
+/// wrong with it: the one rule of both.
+pub(super) fn checked_name(value: &Value) -> Result<String, Problem> {
+    let name = match value {
+        Value::String(s) => s.trim(),
+        other => {
             return Err(Problem::invalid(format!(
                 "name must be a string, not {}",
                 match other {
@@ -160,7 +168,23 @@ pub async fn patch(
 ) -> Result<Response, Problem> {
     caller.require_write("rename sessions")?;
     let name = name_of(&body)?;
-    let doc = stored_doc(&state, &caller, &id).await?;
+    let doc = rename(&state, &caller, &id, name).await?;
+    let reader = state.reader(&caller.ns);
+    Ok(json_response(
+        StatusCode::OK,
+        &Session::from_doc(&doc, reader.latest_model(&id).await?),
+    ))
+}
+
+/// Sets session `id`'s name (checked by [`checked_name`]) through the store's own
+/// `agents.update`; the new document.
+pub(super) async fn rename(
+    state: &ApiState,
+    caller: &Caller,
+    id: &str,
+    name: String,
+) -> Result<Value, Problem> {
+    let doc = stored_doc(state, caller, id).await?;
     let new = with_member(&doc, "name", &Value::String(name))?;
     let input = format!("{{\"agent\":{new}}}");
     let call = StoreCall::parse("agents", "update", &input)
@@ -168,15 +192,10 @@ pub async fn patch(
     match state.store().call(&caller.ns, call).await {
         Ok(_) => {}
         // Deleted between the read and the write.
-        Err(crate::store::StoreError::NotFound(_)) => return Err(no_session(&id)),
+        Err(crate::store::StoreError::NotFound(_)) => return Err(no_session(id)),
         Err(e) => return Err(e.into()),
     }
-    let doc: Value = serde_json::from_str(&new).map_err(|e| Problem::internal(e.to_string()))?;
-    let reader = state.reader(&caller.ns);
-    Ok(json_response(
-        StatusCode::OK,
-        &Session::from_doc(&doc, reader.latest_model(&id).await?),
-    ))
+    serde_json::from_str(&new).map_err(|e| Problem::internal(e.to_string()))
 }
 
 pub async fn delete(

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::bridge::bridge_problem;
 use super::problem::Problem;
-use super::reader::{Listed, Reader, RunSummary, Session};
+use super::reader::{Listed, RunSummary, Session};
 use super::{json_response, limit, query, ApiJson, ApiState, Caller};
 
 /// `POST /v1/sessions` body.
@@ -21,6 +21,10 @@ pub struct NewSession {
     pub cwd: Option<String>,
     /// Registry tools to declare; default every enabled tool.
     pub tools: Option<Vec<String>>,
+    /// 1 to 200 characters (as `PATCH`); shown in lists and searched by `q`. Default: the
+    /// bridge's own ("New Agent").
+    #[schemars(with = "Option<String>", length(min = 1, max = 200))]
+    pub name: Option<Value>,
 }
 
 /// `201` answer of `POST /v1/sessions`.
@@ -112,6 +116,12 @@ pub async fn create(
     ApiJson(body): ApiJson<NewSession>,
 ) -> Result<Response, Problem> {
     caller.require_write("create sessions")?;
+    // Checked before anything is created: a bad name creates no session.
+    let name = body
+        .name
+        .as_ref()
+        .map(super::session_admin::checked_name)
+        .transpose()?;
     let bridge = state.bridge(&caller.ns).get()?;
     let (tools, names) = declarations(&state, &caller.ns, body.tools.as_deref())?;
     let model = body.model.unwrap_or_else(|| bridge.default_model.clone());
@@ -132,12 +142,15 @@ pub async fn create(
         .map_err(|e| bridge_problem("CreateAgent", &e))?;
     state.remember_tools(&caller.ns, &id, names.clone());
     let reader = state.reader(&caller.ns);
-    let doc = reader.agent(&id).await?.ok_or_else(|| {
+    let mut doc = reader.agent(&id).await?.ok_or_else(|| {
         Problem::internal(format!(
             "the bridge created agent {id} but it is not in this daemon's store: is the bridge \
              using callbackd as its store (--local-store '{{\"type\":\"custom\"}}')?"
         ))
     })?;
+    if let Some(name) = name {
+        doc = super::session_admin::rename(&state, &caller, &id, name).await?;
+    }
     Ok(json_response(
         StatusCode::CREATED,
         &Created {
@@ -163,19 +176,19 @@ pub async fn list(
                 .filter(|c| !c.is_empty()),
         )
         .await?;
-    session_page(&reader, page).await
+    session_page(&state, &caller.ns, page).await
 }
 
-/// A page of agent documents as the API's `SessionPage`, each with its latest model (the
-/// sessions list and its search answer alike).
-pub(super) async fn session_page(reader: &Reader<'_>, page: Listed) -> Result<Response, Problem> {
+/// A page of agent documents as the API's `SessionPage`, each as [`shown`] (the sessions
+/// list and its search answer alike).
+pub(super) async fn session_page(
+    state: &ApiState,
+    ns: &crate::store::Namespace,
+    page: Listed,
+) -> Result<Response, Problem> {
     let mut sessions = Vec::with_capacity(page.items.len());
     for doc in &page.items {
-        let id = doc
-            .get("agentId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        sessions.push(Session::from_doc(doc, reader.latest_model(id).await?));
+        sessions.push(shown(state, ns, doc).await?);
     }
     Ok(json_response(
         StatusCode::OK,
@@ -186,6 +199,31 @@ pub(super) async fn session_page(reader: &Reader<'_>, page: Listed) -> Result<Re
     ))
 }
 
+/// A session as the API shows it, in a list as on its own: the model it really uses (its
+/// latest run's; a fork without runs of its own has its source's) and where it was forked
+/// from.
+async fn shown(
+    state: &ApiState,
+    ns: &crate::store::Namespace,
+    doc: &Value,
+) -> Result<Session, Problem> {
+    let id = doc
+        .get("agentId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let fork = state.store().clone().fork_records().fork_of(ns, id).await?;
+    let model = match state.reader(ns).latest_model(id).await? {
+        Some(m) => Some(m),
+        None => fork
+            .as_ref()
+            .map(|f| f.model.clone())
+            .filter(|m| !m.is_empty()),
+    };
+    let mut session = Session::from_doc(doc, model);
+    session.forked_from = fork.as_ref().map(super::reader::ForkedFrom::of);
+    Ok(session)
+}
+
 pub async fn get_one(
     State(state): State<ApiState>,
     caller: Caller,
@@ -193,23 +231,10 @@ pub async fn get_one(
 ) -> Result<Response, Problem> {
     let reader = state.reader(&caller.ns);
     let doc = reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
-    let fork = state
-        .store()
-        .clone()
-        .fork_records()
-        .fork_of(&caller.ns, &id)
-        .await?;
-    let model = match reader.latest_model(&id).await? {
-        Some(m) => Some(m),
-        // A fork without runs of its own has its source's model.
-        None => fork
-            .as_ref()
-            .map(|f| f.model.clone())
-            .filter(|m| !m.is_empty()),
-    };
-    let mut session = Session::from_doc(&doc, model);
-    session.forked_from = fork.as_ref().map(super::reader::ForkedFrom::of);
-    Ok(json_response(StatusCode::OK, &session))
+    Ok(json_response(
+        StatusCode::OK,
+        &shown(&state, &caller.ns, &doc).await?,
+    ))
 }
 
 pub async fn runs(

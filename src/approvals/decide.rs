@@ -90,7 +90,7 @@ impl Approvals {
 
     /// Tells the streams (and the log) how an approval ended.
     pub(super) fn resolved(&self, rec: &ApprovalRecord) {
-        tracing::info!(approval = %rec.id, decision = %rec.state, by = ?rec.decided_by, reason = ?rec.reason, "approval resolved");
+        tracing::info!(approval = %rec.id, decision = %rec.state, by = rec.decided_by.as_deref().unwrap_or("-"), reason = rec.reason.as_deref().unwrap_or(""), "approval resolved");
         let _ = self.inner.events.send(ApprovalEvent::Resolved {
             ns: rec.ns.clone(),
             run_id: rec.run_id.clone(),

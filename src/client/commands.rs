@@ -16,6 +16,7 @@ use super::discover::connect;
 use super::follow::{encode, follow, FollowError, FollowOptions, Followed, Sink};
 use super::http::ApiClient;
 use super::render::{self, Style};
+use super::table::{self, Table};
 use crate::cli::{ApprovalsArgs, DecideArgs, FollowArgs, RunsArgs, SessionsArgs};
 
 /// `callbackd follow RUN_ID`. Exit status: 0 when the run finished, 1 otherwise.
@@ -79,50 +80,38 @@ fn sessions_with(args: &SessionsArgs, client: &ApiClient) -> anyhow::Result<()> 
     let mut out = std::io::stdout().lock();
     let mut cursor = args.cursor.clone();
     let mut shown = 0usize;
-    let mut header = !args.client.json;
+    let mut header = true;
     loop {
         let mut path = format!("/v1/sessions?limit={}", args.limit);
         if let Some(c) = &cursor {
             path.push_str(&format!("&cursor={}", encode(c)));
         }
         let page = rt.block_on(client.get(&path))?;
-        // Only once the daemon answered: an error never sits under an empty table.
-        if std::mem::take(&mut header) {
-            writeln!(
-                out,
-                "{:<38} {:<9} {:<14} {:<20} WORKSPACE",
-                "SESSION", "STATUS", "MODEL", "LAST ACTIVITY"
-            )?;
-        }
+        let mut table = Table::new(&[
+            "SESSION",
+            "NAME",
+            "STATUS",
+            "MODEL",
+            "LAST ACTIVITY",
+            "WORKSPACE",
+        ]);
         for s in page
             .get("sessions")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
         {
-            shown += 1;
             if args.client.json {
                 writeln!(out, "{s}")?;
-                continue;
+            } else {
+                table.push(session_row(s));
             }
-            let f = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
-            let cwd = match s.get("cwd") {
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(","),
-                Some(Value::String(c)) => c.clone(),
-                _ => String::new(),
-            };
-            writeln!(
-                out,
-                "{:<38} {:<9} {:<14} {:<20} {cwd}",
-                f("session_id"),
-                f("status"),
-                s.get("model").and_then(Value::as_str).unwrap_or("default"),
-                f("updated_at").get(..19).unwrap_or(f("updated_at")),
-            )?;
+            shown += 1;
+        }
+        // Only rows under a header, and only once the daemon answered: an error never sits
+        // under an empty table.
+        if !table.is_empty() {
+            out.write_all(table.render(std::mem::take(&mut header)).as_bytes())?;
         }
         cursor = page
             .get("next_cursor")
@@ -139,9 +128,43 @@ fn sessions_with(args: &SessionsArgs, client: &ApiClient) -> anyhow::Result<()> 
         }
     }
     if shown == 0 && !args.client.json {
-        eprintln!("no sessions");
+        eprintln!(
+            "no sessions yet: create one in the console (/ui/), with POST /v1/sessions, or \
+             let the bridge create one"
+        );
     }
     Ok(())
+}
+
+/// A session as a row: a name cut to fit (a fork says so), the model it uses.
+fn session_row(s: &Value) -> Vec<String> {
+    let f = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
+    let cwd = match s.get("cwd") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(Value::String(c)) => c.clone(),
+        _ => String::new(),
+    };
+    let mut name = table::cut(&render::one_line(f("name")), 32);
+    if let Some(from) = s.get("forked_from").filter(|v| v.is_object()) {
+        let how = from.get("at").and_then(Value::as_str).unwrap_or("");
+        let run = from.get("run_id").and_then(Value::as_str).unwrap_or("");
+        name = format!("{name} (fork {how} {})", table::cut(run, 12));
+    }
+    vec![
+        f("session_id").to_string(),
+        if name.is_empty() { "-".into() } else { name },
+        f("status").to_string(),
+        s.get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string(),
+        table::when(f("updated_at")),
+        cwd,
+    ]
 }
 
 /// `callbackd runs SESSION`: every run of the session, in turn order.
@@ -161,13 +184,7 @@ fn runs_with(args: &RunsArgs, client: &ApiClient) -> anyhow::Result<()> {
             path.push_str(&format!("&cursor={}", encode(c)));
         }
         let page = rt.block_on(client.get(&path))?;
-        if std::mem::take(&mut header) {
-            writeln!(
-                out,
-                "{:<38} {:>4} {:<9} {:<20} {:>6} OUTPUT",
-                "RUN", "TURN", "STATUS", "STARTED", "EVENTS"
-            )?;
-        }
+        let mut table = Table::new(&["RUN", "TURN", "STATUS", "STARTED", "EVENTS", "OUTPUT"]);
         for r in page
             .get("runs")
             .and_then(Value::as_array)
@@ -191,16 +208,23 @@ fn runs_with(args: &RunsArgs, client: &ApiClient) -> anyhow::Result<()> {
                 ),
                 None => f("output").to_string(),
             };
-            let what: String = render::one_line(&what).chars().take(80).collect();
-            writeln!(
-                out,
-                "{:<38} {:>4} {:<9} {:<20} {:>6} {what}",
-                f("run_id"),
-                r.get("turn_number").and_then(Value::as_u64).unwrap_or(0),
-                f("status"),
-                started.get(..19).unwrap_or(started),
-                r.get("last_seq").and_then(Value::as_u64).unwrap_or(0),
-            )?;
+            table.push(vec![
+                f("run_id").to_string(),
+                r.get("turn_number")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    .to_string(),
+                f("status").to_string(),
+                table::when(started),
+                r.get("last_seq")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    .to_string(),
+                table::cut(&render::one_line(&what), 80),
+            ]);
+        }
+        if !table.is_empty() || (header && !args.client.json) {
+            out.write_all(table.render(std::mem::take(&mut header)).as_bytes())?;
         }
         cursor = page
             .get("next_cursor")

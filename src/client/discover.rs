@@ -54,38 +54,9 @@ pub fn connect(args: &ClientArgs) -> anyhow::Result<(ApiClient, Origin)> {
     let (url, url_from) = match &args.url {
         Some(u) => (u.clone(), "--url or CALLBACKD_URL".to_string()),
         None => {
-            let c = config()?;
-            let chosen = crate::supervisor::user_chose_listen(
-                args.config.config.as_deref(),
-                args.config.listen.as_deref(),
-            );
-            let dir = crate::supervisor::runtime_file::dir_of(&c.store.path);
             let ns = args.namespace.clone().unwrap_or_default();
-            match (chosen, crate::supervisor::runtime_file::find(&dir, &ns)) {
-                (false, Some((path, runtime))) => {
-                    (runtime.url, format!("the runtime file {}", path.display()))
-                }
-                (chosen, _) => {
-                    let addr = c.server.listen_addr()?;
-                    anyhow::ensure!(
-                        addr.port() != 0,
-                        "no --url, and the configured listen address {addr} has port 0 \
-                         (`callbackd run` picks a free port): pass --url or set CALLBACKD_URL \
-                         to the `url` of callbackd's ready line"
-                    );
-                    let why = if chosen {
-                        "the configured listen address (--listen, CALLBACKD_LISTEN or server.listen)"
-                            .to_string()
-                    } else {
-                        format!(
-                            "the default listen address; no running daemon left a runtime file \
-                             in {}",
-                            dir.display()
-                        )
-                    };
-                    (crate::app::base_url(addr), why)
-                }
-            }
+            let found = locate(&args.config, &config()?, &ns)?;
+            (found.url, found.from)
         }
     };
     let (token, token_from) = match (&args.token, &args.namespace) {
@@ -136,6 +107,58 @@ pub fn connect(args: &ClientArgs) -> anyhow::Result<(ApiClient, Origin)> {
         token_from,
     };
     Ok((ApiClient::new(&url, token)?, origin))
+}
+
+/// Where a daemon listens, as a command without `--url` finds it, and why there.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub url: String,
+    /// Said in errors: "the runtime file …", "the configured listen address …".
+    pub from: String,
+}
+
+/// The daemon a command of namespace `ns` talks to when no URL was given: a listen address
+/// the user chose (`--listen`, `CALLBACKD_LISTEN`, `server.listen`); else the runtime file of
+/// the running daemon that fits best ([`crate::supervisor::runtime_file::find`], which says
+/// on stderr which it took when several run); else the default listen address.
+pub fn locate(
+    args: &crate::cli::ConfigArgs,
+    c: &Config,
+    ns: &Namespace,
+) -> anyhow::Result<Located> {
+    let chosen =
+        crate::supervisor::user_chose_listen(args.config.as_deref(), args.listen.as_deref());
+    let dir = crate::supervisor::runtime_file::dir_of(&c.store.path);
+    if !chosen {
+        if let Some(found) = crate::supervisor::runtime_file::find(&dir, ns)? {
+            if let Some(note) = &found.note {
+                crate::telemetry::stderr_line(format_args!("callbackd: {note}"));
+            }
+            return Ok(Located {
+                url: found.runtime.url,
+                from: format!("the runtime file {}", found.path.display()),
+            });
+        }
+    }
+    let addr = c.server.listen_addr()?;
+    anyhow::ensure!(
+        addr.port() != 0,
+        "no --url, and the configured listen address {addr} has port 0 \
+         (`callbackd run` picks a free port): pass --url or set CALLBACKD_URL \
+         to the `url` of callbackd's ready line"
+    );
+    let from = if chosen {
+        "the configured listen address (--listen, CALLBACKD_LISTEN or server.listen)".to_string()
+    } else {
+        format!(
+            "the default listen address; no running daemon left a runtime file in {}",
+            dir.display()
+        )
+    };
+    Ok(Located {
+        url: crate::app::base_url(addr),
+        from,
+    })
 }
 
 fn token_from_file(path: &Path) -> anyhow::Result<String> {

@@ -354,9 +354,16 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
         "reconnect" | "stream_gap" => return None,
         other => ("event".into(), DIM, other.to_string()),
     };
-    // Durable events carry their seq; control events show a blank seq column.
-    let seq = match (seq, ty) {
-        (Some(n), t) if t != "up_to_date" => format!("#{n}"),
+    // Durable events carry their seq; control events show a blank seq column. A control
+    // event's `seq` is the last durable one when it was sent (`0` before any), not its own
+    // place: shown, a pending approval read `#0` above `#1` and a decision sat under the
+    // previous event's number.
+    let control = matches!(
+        ty,
+        "up_to_date" | "approval_required" | "approval_resolved" | "question"
+    );
+    let seq = match seq {
+        Some(n) if !control => format!("#{n}"),
         _ => String::new(),
     };
     Some(format!(
@@ -467,5 +474,19 @@ mod tests {
         // Control characters from a model never reach the terminal raw.
         let evil = json!({"type":"message_snapshot","seq":2,"text":"a\x1b[2Jb"});
         assert!(!line(&evil, PLAIN).unwrap().contains('\x1b'));
+    }
+
+    #[test]
+    fn control_events_show_no_seq_of_their_own() {
+        let at = "2026-12-01T10:11:12Z";
+        let pending = json!({"type":"approval_required","seq":0,"at":at,"approval":{"id":"a","tool":"deploy","args":{}}});
+        let decided = json!({"type":"approval_resolved","seq":4,"at":at,"approval_id":"a","decision":"approved","by":"default/api"});
+        for ev in [pending, decided] {
+            let text = line(&ev, PLAIN).unwrap();
+            assert!(text.starts_with("      10:11:12 approval "), "{text}");
+        }
+        let durable =
+            json!({"type":"step","seq":4,"at":at,"index":1,"kind":"status","status":"RUNNING"});
+        assert!(line(&durable, PLAIN).unwrap().starts_with("   #4 "));
     }
 }

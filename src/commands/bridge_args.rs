@@ -1,5 +1,6 @@
 //! `callbackd bridge-args`: the flags that point a bridge at this daemon, with the tokens the
-//! running daemon uses (never new ones).
+//! running daemon uses (never new ones), and its URL as the client commands find it (the
+//! runtime file of a running daemon, else the configured listen address).
 
 use callbackd::bridge::{self, BridgeArgs};
 use callbackd::cli::{ArgsFormat, ConfigArgs};
@@ -8,15 +9,11 @@ use callbackd::tokens;
 
 use super::load;
 
-pub fn run(config: &ConfigArgs, format: ArgsFormat, namespace: &Namespace) -> anyhow::Result<()> {
-    let config = load(config)?;
-    let addr = config.server.listen_addr()?;
-    anyhow::ensure!(
-        addr.port() != 0,
-        "bridge-args needs a fixed port, but server.listen is {addr}; \
-         use `callbackd run -- <bridge>` to pick a free port automatically"
-    );
-    let url = callbackd::app::base_url(addr);
+pub fn run(args: &ConfigArgs, format: ArgsFormat, namespace: &Namespace) -> anyhow::Result<()> {
+    let config = load(args)?;
+    // Where the daemon listens as the client commands find it: a `callbackd run` on an
+    // automatic port through its runtime file.
+    let url = callbackd::client::discover::locate(args, &config, namespace)?.url;
     let named = callbackd::namespaces::table::bridge_tokens(&config, namespace, &|k| {
         std::env::var(k).ok()
     })?;

@@ -34,7 +34,20 @@ pub fn man_page(out: &mut dyn Write) -> io::Result<()> {
     man.render_synopsis_section(out)?;
     man.render_description_section(out)?;
     man.render_options_section(out)?;
-    man.render_subcommands_section(out)?;
+    // clap_mangen's own list names a page per subcommand (`callbackd-serve(1)`), which this
+    // page does not come with: each subcommand is a section below instead, and the list says
+    // so.
+    writeln!(out, ".SH SUBCOMMANDS")?;
+    writeln!(
+        out,
+        "Each is described in its own section below (\\fBCALLBACKD SERVE\\fR, ...)."
+    )?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        writeln!(out, ".TP\n\\fBcallbackd {}\\fR", sub.get_name())?;
+        if let Some(about) = sub.get_about() {
+            writeln!(out, "{}", roff_text(&about.to_string()))?;
+        }
+    }
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("callbackd {}", sub.get_name());
         writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
@@ -85,6 +98,17 @@ mod tests {
                 assert!(text.contains(word), "{shell}: {word} missing");
             }
         }
+    }
+
+    #[test]
+    fn the_man_page_names_no_page_it_does_not_come_with() {
+        let mut out = Vec::new();
+        man_page(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("(1)"), "a reference to another page");
+        assert!(text.contains(".SH SUBCOMMANDS"));
+        assert!(text.contains("\\fBcallbackd sessions\\fR"));
+        assert!(text.contains(".SH \"CALLBACKD SESSIONS\""));
     }
 
     #[test]

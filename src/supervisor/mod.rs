@@ -148,7 +148,7 @@ pub async fn run(
     let api = app.api().clone();
     let (bridge_model, bridge_key) = app.bridge_defaults();
     // Announced once the bridge answers and the run API drives it (`start`), not before.
-    let mut ready_line = Some(ready_line::ReadyLine::of(&app, &opts.namespace));
+    let mut ready_line = Some(ready_line::ReadyLine::of(&app, &opts.namespace, true));
     let mut runtime_file = None;
     let mut not_ready: Option<String> = None;
     tracing::info!(url = %app.base_url(), "callbackd listening; starting the bridge");

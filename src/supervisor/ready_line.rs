@@ -17,7 +17,7 @@ use crate::App;
 /// dropped (a clean stop). A runtime file that cannot be written is a warning, not a failure:
 /// clients can still be given `--url`.
 pub fn announce(app: &App, ns: &Namespace) -> Option<RuntimeFile> {
-    ReadyLine::of(app, ns).announce()
+    ReadyLine::of(app, ns, false).announce()
 }
 
 /// The ready line of a daemon, taken while the [`App`] is at hand and announced later
@@ -27,14 +27,17 @@ pub struct ReadyLine {
     ready: Value,
     url: String,
     ns: Namespace,
+    /// `callbackd run`: the daemon drives a bridge (said in the runtime file).
+    bridge: bool,
 }
 
 impl ReadyLine {
-    pub fn of(app: &App, ns: &Namespace) -> ReadyLine {
+    pub fn of(app: &App, ns: &Namespace, bridge: bool) -> ReadyLine {
         ReadyLine {
             ready: app.ready_json_for(ns),
             url: app.base_url(),
             ns: ns.clone(),
+            bridge,
         }
     }
 
@@ -51,7 +54,8 @@ impl ReadyLine {
             .map(std::path::PathBuf::from)
             .unwrap_or_default();
         let dir = runtime_file::dir_of(&db);
-        let file = match RuntimeFile::write(&dir, &self.url, &self.ns, console.clone()) {
+        let file = match RuntimeFile::write(&dir, &self.url, &self.ns, console.clone(), self.bridge)
+        {
             Ok(f) => Some(f),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e,

@@ -501,3 +501,54 @@ async fn a_client_command_with_the_daemons_db_finds_it_on_either_backend() {
     assert!(out.contains(AGENT), "{out}\n{err}");
     daemon.kill().await.unwrap();
 }
+
+#[tokio::test]
+async fn sessions_lists_names_in_line_whatever_the_id_length_and_says_when_there_are_none() {
+    let app = spawn().await;
+    let u = url(&app);
+
+    // None: no header over nothing, and a sentence saying how to make one.
+    let (code, out, err) = cli(&["sessions", "--url", &u, "--token", TOKEN], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "", "no header over an empty table");
+    assert!(err.starts_with("no sessions yet"), "{err}");
+
+    let long = "agent-from-another-sdk-0123456789-0123456789-0123456789";
+    for (id, at) in [(AGENT, 1_780_000_000_000i64), (long, 1_780_000_000_001)] {
+        app.store_ok("agents", "create", json!({"agent": agent(id, "/ws", at)}))
+            .await;
+    }
+    let r = app
+        .api(
+            "PATCH",
+            &format!("/v1/sessions/{AGENT}"),
+            Some(TOKEN),
+            r#"{"name": "Q3 plan"}"#,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let (code, out, err) = cli(&["sessions", "--url", &u, "--token", TOKEN], &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("SESSION "), "{out}");
+    assert!(lines[0].contains(" NAME "), "{out}");
+    // Every column starts where its header does, the long id's row too.
+    for header in ["NAME", "STATUS", "MODEL", "LAST ACTIVITY", "WORKSPACE"] {
+        let at = lines[0].find(header).unwrap();
+        for line in &lines[1..] {
+            assert_eq!(&line[at - 2..at], "  ", "{header} out of line:\n{out}");
+        }
+    }
+    let named = lines.iter().find(|l| l.starts_with(AGENT)).unwrap();
+    assert!(named.contains("  Q3 plan  "), "{out}");
+    assert!(named.contains("2026-05-28 "), "a date on the time: {out}");
+    // --json: the API's objects, the name among them.
+    let (_, out, _) = cli(&["sessions", "--url", &u, "--token", TOKEN, "--json"], &[]).await;
+    let names: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["name"].clone())
+        .collect();
+    assert!(names.contains(&json!("Q3 plan")), "{out}");
+}

@@ -209,6 +209,22 @@ async fn a_fork_after_a_turn_holds_that_conversation_and_no_more_and_outlives_it
     assert_eq!(got.json()["model"], "composer-2");
     let runs = app.api_get(&format!("/v1/sessions/{id}/runs")).await;
     assert_eq!(runs.json()["runs"], json!([]));
+    // Listed as on its own page: the model it really uses and where it came from, so a
+    // list tells it apart from its source (the list and the search answer alike).
+    for list in ["/v1/sessions", "/v1/sessions?q=try"] {
+        let listed = app.api_get(list).await.json();
+        let row = listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("{list}: {listed}"))
+            .clone();
+        assert_eq!(row["model"], "composer-2", "{list}: {row}");
+        assert_eq!(row["name"], "try B", "{list}: {row}");
+        assert_eq!(row["forked_from"]["run_id"], "r1", "{list}: {row}");
+        assert_eq!(row["forked_from"]["at"], "after", "{list}: {row}");
+    }
     // The source does not say it is a fork.
     assert!(app
         .api_get("/v1/sessions/a1")

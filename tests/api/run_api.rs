@@ -518,6 +518,21 @@ async fn bad_requests_get_problems_and_change_nothing() {
             "method_not_allowed",
         ),
         ("POST", "/v1/sessions".into(), "", 400, "invalid_argument"),
+        // A bad name is refused before anything is asked of the bridge (as PATCH refuses it).
+        (
+            "POST",
+            "/v1/sessions".into(),
+            r#"{"name": "  "}"#,
+            400,
+            "invalid_argument",
+        ),
+        (
+            "POST",
+            "/v1/sessions".into(),
+            r#"{"name": 7}"#,
+            400,
+            "invalid_argument",
+        ),
     ];
     for (method, path, body, status, code) in cases {
         let r = app.api(method, &path, Some(&token), body).await;
@@ -530,6 +545,12 @@ async fn bad_requests_get_problems_and_change_nothing() {
         assert_eq!(p["code"], code, "{method} {path}: {p}");
         assert_eq!(p["status"], status);
         assert!(!p["detail"].as_str().unwrap().is_empty());
+        if body.contains("name") {
+            assert!(
+                p["detail"].as_str().unwrap().starts_with("name must"),
+                "{body}: {p}"
+            );
+        }
     }
     let after = app.count("SELECT count(*) FROM run_events").await
         + app.count("SELECT count(*) FROM agents").await;

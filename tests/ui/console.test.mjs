@@ -12,6 +12,13 @@ globalThis.sessionStorage = {
   removeItem: (k) => store.delete(k),
 };
 
+const kept = new Map();
+globalThis.localStorage = {
+  getItem: (k) => kept.get(k) ?? null,
+  setItem: (k, v) => kept.set(k, String(v)),
+  removeItem: (k) => kept.delete(k),
+};
+
 const ASSETS = new URL("../../src/ui/assets/", import.meta.url);
 const { readSse } = await import(new URL("sse.js", ASSETS));
 const { RunModel, usageLine } = await import(new URL("run.js", ASSETS));
@@ -238,4 +245,55 @@ test("the prompt, a call's arguments and result, and a plan that stands for its 
   assert.deepEqual(m.byKey.get("plan:t2").items, items);
   const plan = m.byKey.get("tool:t2");
   assert.deepEqual([plan.tool, plan.args, plan.state, plan.result], ["update_plan", { items }, "ok", { updated: true }]);
+});
+
+test("the run's start and end, a held call's waiting time, and durations in words", async () => {
+  const { span } = await import(new URL("run.js", ASSETS));
+  const m = new RunModel("r1");
+  m.apply({ type: "run_started", seq: 1, at: "2026-12-01T10:00:00Z", input: { text: "hi" } }, true);
+  m.apply({ type: "tool_started", seq: 2, at: "2026-12-01T10:00:01Z", tool_call_id: "t1", tool: "deploy" }, true);
+  m.apply({ type: "approval_required", at: "2026-12-01T10:00:02Z", approval: { id: "a1", tool: "deploy", tool_call_id: "t1", args: {}, created_at: "2026-12-01T10:00:02.500Z" } }, false);
+  const tool = m.byKey.get("tool:t1");
+  assert.equal(tool.state, "waiting");
+  assert.equal(tool.waitingSince, "2026-12-01T10:00:02.500Z", "waits since the approval was asked");
+  assert.equal(m.byKey.get("approval:a1").at, "2026-12-01T10:00:02.500Z", "the approval row has its time");
+  m.apply({ type: "completed", seq: 3, at: "2026-12-01T10:01:05Z", status: "finished", output: "ok" }, true);
+  assert.equal(m.startedAt, "2026-12-01T10:00:00Z");
+  assert.equal(m.endedAt, "2026-12-01T10:01:05Z");
+  assert.equal(span(Date.parse(m.endedAt) - Date.parse(m.startedAt)), "1 min 5 s");
+  assert.equal(span(8200), "8.20 s");
+  assert.equal(span(3 * 3600 * 1000 + 120000), "3 h 2 min");
+
+  // A page opened on a finished run: the times come from GET /v1/runs/{id}.
+  const later = new RunModel("r2");
+  later.applySummary({ session_id: "s", status: "finished", started_at: "2026-12-01T09:00:00Z", ended_at: "2026-12-01T09:00:03Z" });
+  assert.equal(later.startedAt, "2026-12-01T09:00:00Z");
+  assert.equal(later.endedAt, "2026-12-01T09:00:03Z");
+});
+
+test("date filters are ISO days whatever the locale; anything else is refused", async () => {
+  const { day } = await import(new URL("find.js", ASSETS));
+  assert.equal(day(""), "");
+  assert.equal(day(" 2026-12-01 "), "2026-12-01");
+  assert.equal(day("12/01/2026"), null);
+  assert.equal(day("2026-13-45"), null);
+});
+
+test("the token stays in the tab unless the person asks to remember it on this device", () => {
+  api.forgetToken();
+  api.setToken("tab-only");
+  assert.equal(api.token(), "tab-only");
+  assert.equal(localStorage.getItem("callbackd.api_token"), null, "not kept for other tabs");
+  assert.equal(api.remembered(), false);
+  api.setToken("for-every-tab", true);
+  assert.equal(localStorage.getItem("callbackd.api_token"), "for-every-tab");
+  // A new tab: its own storage is empty, the remembered token is found.
+  sessionStorage.removeItem("callbackd.api_token");
+  assert.equal(api.token(), "for-every-tab");
+  // Choosing "this tab only" later forgets it for the others; Change token forgets both.
+  api.setToken("again-tab-only", false);
+  assert.equal(api.remembered(), false);
+  api.setToken("x", true);
+  api.forgetToken();
+  assert.equal(api.token(), "");
 });

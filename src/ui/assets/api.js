@@ -1,6 +1,7 @@
 // The run API (/v1) over fetch, with the bearer token the console was given. The token lives
 // in sessionStorage: it survives a reload and the daemon's restarts, and is gone when the tab
-// is closed.
+// is closed. When the person ticks "Remember on this device" it is kept in localStorage too,
+// for every tab of this origin until "Change token" (docs/console.md says what that risks).
 
 const KEY = "callbackd.api_token";
 
@@ -27,18 +28,40 @@ export function onUnauthorized(fn) {
 
 export function token() {
   try {
-    return sessionStorage.getItem(KEY) || "";
+    return sessionStorage.getItem(KEY) || localStorage.getItem(KEY) || "";
   } catch {
     return "";
   }
 }
 
-export function setToken(t) {
+/** Keeps `t` for this tab; with `remember`, for every tab of this origin as well. Without it,
+ * a token remembered before is forgotten (the person chose this tab only). */
+export function setToken(t, remember = false) {
   sessionStorage.setItem(KEY, t.trim());
+  try {
+    if (remember) localStorage.setItem(KEY, t.trim());
+    else localStorage.removeItem(KEY);
+  } catch {
+    // storage refused (private mode): this tab keeps it
+  }
+}
+
+/** Whether the token is remembered on this device. */
+export function remembered() {
+  try {
+    return !!localStorage.getItem(KEY);
+  } catch {
+    return false;
+  }
 }
 
 export function forgetToken() {
   sessionStorage.removeItem(KEY);
+  try {
+    localStorage.removeItem(KEY);
+  } catch {
+    // nothing was kept there
+  }
 }
 
 /** `#token=...` (as `callbackd run` prints it): store it, then take it out of the address bar
@@ -46,7 +69,7 @@ export function forgetToken() {
 export function takeTokenFromFragment() {
   const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
   if (!m) return false;
-  setToken(decodeURIComponent(m[1]));
+  setToken(decodeURIComponent(m[1]), remembered());
   const rest = location.hash.replace(/(^#|&)token=[^&]*/, "$1").replace(/^#&/, "#");
   history.replaceState(null, "", location.pathname + location.search + (rest === "#" ? "" : rest));
   return true;

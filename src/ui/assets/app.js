@@ -1,7 +1,7 @@
 // The console: a token, three pages (sessions, a session, a run), all of it a client of /v1.
 
 import * as api from "./api.js";
-import { h, fill, when, short } from "./dom.js";
+import { h, fill, short, stamp, preview } from "./dom.js";
 import { Follower } from "./follow.js";
 import { RunModel, RunView } from "./run.js";
 import { approvalsPage, watchCount } from "./approvals.js";
@@ -14,6 +14,7 @@ const main = document.getElementById("main");
 const dialog = document.getElementById("token-dialog");
 const form = document.getElementById("token-form");
 const input = document.getElementById("token-input");
+const remember = document.getElementById("token-remember");
 const tokenError = document.getElementById("token-error");
 const roleEl = document.getElementById("role");
 const forget = document.getElementById("forget");
@@ -40,6 +41,7 @@ function askToken(message) {
   }
   if (asking) return asking;
   input.value = "";
+  remember.checked = api.remembered();
   asking = new Promise((resolve) => {
     tokenGiven = () => {
       form.removeEventListener("submit", submitted);
@@ -52,7 +54,7 @@ function askToken(message) {
       e.preventDefault();
       const t = input.value.trim();
       if (!t) return;
-      api.setToken(t);
+      api.setToken(t, remember.checked);
       tokenGiven();
     };
     form.addEventListener("submit", submitted);
@@ -156,10 +158,10 @@ function sessionsPage() {
   const body = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "Load more");
   const status = h("p.muted", { role: "status" }, "Loading…");
-  const head = h("div.page-head", {}, h("h1", {}, "Sessions"), canWrite() ? newSessionForm() : null);
+  const head = h("div.page-head", {}, h("h1", {}, "Sessions"));
   let filter = ""; // q= and status= (sessions.js)
   const search = sessionSearch((p) => { filter = p; cursor = null; body.replaceChildren(); status.textContent = "Loading…"; load(); });
-  fill(main, head, search,
+  fill(main, head, canWrite() ? newSessionForm() : null, search,
     h("div.table-wrap", {}, h("table.sessions", {},
       h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "Status"), h("th.c-model", {}, "Model"),
         h("th.c-cwd", {}, "Workspace"), h("th", {}, "Last activity"))),
@@ -175,12 +177,13 @@ function sessionsPage() {
       if (!alive) return;
       for (const s of page.sessions || []) {
         body.append(h("tr", { dataset: { sessionId: s.session_id } },
-          h("td", {}, h("a", { href: `#/sessions/${api.enc(s.session_id)}` }, s.name || short(s.session_id)),
-            s.name ? h("div.muted.small", {}, h("code", {}, short(s.session_id))) : null),
+          h("td.c-name", {}, h("a", { href: `#/sessions/${api.enc(s.session_id)}`, title: s.name || s.session_id }, s.name || short(s.session_id)),
+            h("div.muted.small", {}, s.name ? h("code", { title: s.session_id }, short(s.session_id)) : null,
+              s.forked_from ? [s.name ? " · " : "", s.forked_from.at === "before" ? "fork before run " : "fork after run ", h("code", {}, short(s.forked_from.run_id))] : null)),
           h("td", {}, badge(s.status), s.active_run_id ? [" ", h("a.small", { href: `#/runs/${api.enc(s.active_run_id)}` }, "live run")] : null),
           h("td.c-model", {}, s.model || "default"),
           h("td.c-cwd", {}, h("span.path", {}, cwdText(s.cwd))),
-          h("td", {}, h("time", { datetime: s.updated_at }, when(s.updated_at)))));
+          h("td.c-when", {}, stamp(s.updated_at))));
       }
       cursor = page.next_cursor || null;
       more.hidden = !cursor;
@@ -196,21 +199,24 @@ function sessionsPage() {
 }
 
 function newSessionForm() {
-  const model = h("input", { id: "new-model", name: "model", placeholder: "default", autocomplete: "off" });
+  const name = h("input", { id: "new-name", name: "name", placeholder: "e.g. Q3 deploy plan", maxlength: 200, autocomplete: "off" });
+  const model = h("input", { id: "new-model", name: "model", placeholder: "default model", autocomplete: "off" });
   const cwd = h("input", { id: "new-cwd", name: "cwd", placeholder: "the bridge's workspace", autocomplete: "off" });
   const err = h("p.failure", { role: "alert", hidden: true });
   const create = h("button.primary", { type: "submit", id: "new-session" }, "New session");
-  const f = h("form.new-session", {},
+  const f = h("form.new-session", { "aria-label": "New session" },
+    h("div.new-name", {}, h("label", { for: "new-name" }, "Name (optional)"), name),
     create,
-    h("details", {}, h("summary", {}, "Options"),
+    h("details.options", {}, h("summary", {}, "Options: model, workspace"),
       h("label", { for: "new-model" }, "Model"), model,
-      h("label", { for: "new-cwd" }, "Workspace"), cwd),
+      h("label", { for: "new-cwd" }, "Workspace (an absolute path)"), cwd),
     err);
   f.addEventListener("submit", async (e) => {
     e.preventDefault();
     create.disabled = true;
     err.hidden = true;
     const body = {};
+    if (name.value.trim()) body.name = name.value.trim();
     if (model.value.trim()) body.model = model.value.trim();
     if (cwd.value.trim()) body.cwd = cwd.value.trim();
     try {
@@ -237,30 +243,41 @@ async function sessionPage(id) {
   const runs = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "Load more");
   const status = h("p.muted", { role: "status" }, "Loading…");
-  fill(main,
-    h("p.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("code", {}, short(id))),
-    h("h1", {}, "Session"), info,
+  const title = h("h1", {}, "Session");
+  const runsPart = h("div", {},
     h("h2", {}, "Runs"),
     h("div.table-wrap", {}, h("table.runs", {},
-      h("thead", {}, h("tr", {}, h("th", {}, "Turn"), h("th", {}, "Status"), h("th", {}, "Started"), h("th.c-out", {}, "Output"))),
+      h("thead", {}, h("tr", {}, h("th", {}, "Turn"), h("th", {}, "Status"), h("th", {}, "Started"), h("th.c-in", {}, "Asked"), h("th.c-out", {}, "Output"))),
       runs)),
-    status, more,
-    canWrite() ? composer(id, null, (text) => runPage({ send: { sessionId: id, text } })) : null);
+    status, more);
+  fill(main,
+    h("p.crumbs", {}, h("a", { href: "#/sessions" }, "Sessions"), " / ", h("code", {}, short(id))),
+    title, info, runsPart);
   try {
     const s = await api.get(`/v1/sessions/${api.enc(id)}`);
     if (!alive) return;
+    if (s.name) {
+      fill(title, s.name);
+      document.title = `${s.name} · callbackd`;
+    }
+    if (canWrite()) main.append(composer(id, null, (text) => runPage({ send: { sessionId: id, text } })));
     fill(info,
       h("dt", {}, "Id"), h("dd", {}, h("code", {}, s.session_id)),
       s.name ? [h("dt", {}, "Name"), h("dd", {}, s.name)] : null,
       h("dt", {}, "Status"), h("dd", {}, badge(s.status)),
       h("dt", {}, "Model"), h("dd", {}, s.model || "default"),
       h("dt", {}, "Workspace"), h("dd", {}, h("span.path", {}, cwdText(s.cwd))),
-      h("dt", {}, "Created"), h("dd", {}, when(s.created_at)),
-      h("dt", {}, "Last activity"), h("dd", {}, when(s.updated_at)));
+      h("dt", {}, "Created"), h("dd", {}, stamp(s.created_at)),
+      h("dt", {}, "Last activity"), h("dd", {}, stamp(s.updated_at)));
     info.after(sessionForks(s));
     if (canWrite()) info.after(sessionActions(api, s, { onRenamed: () => route(), onDeleted: () => { location.hash = "#/sessions"; } }));
   } catch (e) {
-    if (alive) fill(info, problemBox(e));
+    // An unknown (or deleted) session: the error, and nothing that waits or sends.
+    if (alive) {
+      fill(title, e.status === 404 ? "No such session" : "Session");
+      fill(info, problemBox(e), h("p", {}, h("a", { href: "#/sessions" }, "All sessions")));
+      runsPart.remove();
+    }
     return;
   }
   let cursor = null;
@@ -273,8 +290,9 @@ async function sessionPage(id) {
         runs.append(h("tr", { dataset: { runId: r.run_id } },
           h("td", {}, h("a", { href: `#/runs/${api.enc(r.run_id)}` }, `#${r.turn_number ?? "?"}`)),
           h("td", {}, badge(r.status)),
-          h("td", {}, when(r.started_at || r.created_at)),
-          h("td.c-out", {}, h("span.preview", {}, out ? out.slice(0, 160) : ""))));
+          h("td.c-when", {}, stamp(r.started_at || r.created_at)),
+          h("td.c-in", { "data-label": "Asked" }, preview(r.input?.text ?? "")),
+          h("td.c-out", { "data-label": r.error ? "Error" : "Output" }, preview(out || ""))));
       }
       cursor = page.next_cursor || null;
       more.hidden = !cursor;
@@ -338,10 +356,17 @@ async function runPage({ runId, send }) {
       if (!alive) return;
       model.sessionId = run.session_id;
       model.model = run.model ?? null;
+      model.startedAt = run.started_at ?? run.created_at ?? null;
+      model.endedAt = run.ended_at ?? null;
       if (!model.status) model.status = run.status;
       view.render();
     } catch (e) {
-      if (alive) fill(slot, problemBox(e));
+      // An unknown run: the error, and no empty timeline that looks like it still loads.
+      if (alive) {
+        view.dispose();
+        fill(main, crumbs, h("h1", {}, e.status === 404 ? "No such run" : "Run"), problemBox(e),
+          h("p", {}, h("a", { href: "#/runs" }, "All runs")));
+      }
       return;
     }
   }

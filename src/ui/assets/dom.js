@@ -31,16 +31,43 @@ export function fill(el, ...children) {
   return el;
 }
 
-/** "2026-12-01T10:00:00Z" -> local "10:00:00" today, else "Dec 1, 10:00". */
+/** "2026-12-01T10:00:00Z" -> local "Dec 1 10:00:00": a date on every time (a list spans
+ * days; "10:00" alone is ambiguous), the year only when it is not this one. */
 export function when(iso) {
   if (!iso) return "";
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return String(iso);
-  const now = new Date();
-  const sameDay = d.toDateString() === now.toDateString();
-  return sameDay
-    ? d.toLocaleTimeString([], { hour12: false })
-    : d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hour12: false });
+  const date = d.toLocaleDateString("en-US", { month: "short", day: "numeric", ...(d.getFullYear() === new Date().getFullYear() ? {} : { year: "numeric" }) });
+  return `${date} ${d.toLocaleTimeString("en-GB", { hour12: false })}`;
+}
+
+/** The full local date and time with its zone, for a `title` (hover). */
+export function full(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toString();
+}
+
+/** A <time>: the short local time with its date, the full date on hover. */
+export function stamp(iso) {
+  if (!iso) return null;
+  return h("time", { datetime: iso, title: full(iso) }, when(iso));
+}
+
+/** A long text cut to one line; clicking it (or Enter on it) shows all of it, and again cuts it. */
+export function preview(text) {
+  const t = text || "";
+  const el = h("span.preview", { title: t.length > 60 ? t.slice(0, 2000) : null, tabindex: t.length > 60 ? 0 : null, role: t.length > 60 ? "button" : null, "aria-expanded": t.length > 60 ? "false" : null }, t);
+  if (t.length > 60) {
+    const toggle = (e) => {
+      e.preventDefault();
+      const open = el.classList.toggle("open");
+      el.setAttribute("aria-expanded", String(open));
+    };
+    el.addEventListener("click", toggle);
+    el.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") toggle(e); });
+  }
+  return el;
 }
 
 export function ms(n) {

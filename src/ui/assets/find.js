@@ -1,14 +1,16 @@
 // Runs of every session, found by status, time and text (issue 21): GET /v1/runs.
 
-import { h, fill, when, short } from "./dom.js";
+import { h, fill, short, stamp, preview } from "./dom.js";
 
 export const RUN_STATUSES = ["queued", "running", "finished", "error", "cancelled", "expired"];
 
-/** A date input's value (local calendar day) as the API's `since`/`until` (a date, UTC). */
-const day = (input) => input.value || "";
-
-/** Full date and time, for a `title` (hover). */
-export const full = (iso) => (iso ? new Date(iso).toString() : "");
+/** A date field's value as the API's `since`/`until`: an ISO date (YYYY-MM-DD, a UTC day),
+ * typed as such whatever the browser's locale (a date picker shows mm/dd/yyyy in en-US). */
+export function day(text) {
+  const t = (text || "").trim();
+  if (!t) return "";
+  return /^\d{4}-\d{2}-\d{2}$/.test(t) && !Number.isNaN(Date.parse(`${t}T00:00:00Z`)) ? t : null;
+}
 
 export function runsPage(main, api, setTeardown) {
   document.title = "Runs · callbackd";
@@ -17,18 +19,21 @@ export function runsPage(main, api, setTeardown) {
   const q = h("input", { id: "runs-q", type: "search", name: "q", placeholder: "input, output or session name", autocomplete: "off" });
   const status = h("select", { id: "runs-status", name: "status", "aria-label": "Status" },
     h("option", { value: "" }, "any status"), RUN_STATUSES.map((s) => h("option", { value: s }, s)));
-  const since = h("input", { id: "runs-since", type: "date", name: "since", "aria-label": "From" });
-  const until = h("input", { id: "runs-until", type: "date", name: "until", "aria-label": "Before" });
+  const dateField = (id, label) => h("input", { id, type: "text", name: id.slice(5), "aria-label": `${label} (YYYY-MM-DD, UTC)`,
+    placeholder: "YYYY-MM-DD", inputmode: "numeric", pattern: "\\d{4}-\\d{2}-\\d{2}", maxlength: 10, size: 10, autocomplete: "off" });
+  const since = dateField("runs-since", "From");
+  const until = dateField("runs-until", "Before");
   const form = h("form.search", { role: "search", "aria-label": "Find runs" },
     h("label", { for: "runs-q" }, "Find"), q, status,
     h("span.range", {}, since, "–", until),
     h("button", { type: "submit", id: "runs-search" }, "Search"));
+  const bad = h("p.failure", { role: "alert", hidden: true });
   const body = h("tbody");
   const more = h("button", { type: "button", hidden: true }, "Load more");
   const note = h("p.muted", { role: "status" }, "Loading…");
-  fill(main, h("h1", {}, "Runs"), form,
+  fill(main, h("h1", {}, "Runs"), form, bad,
     h("div.table-wrap", {}, h("table.runs-all", {},
-      h("thead", {}, h("tr", {}, h("th", {}, "Run"), h("th", {}, "Status"), h("th", {}, "Created"),
+      h("thead", {}, h("tr", {}, h("th.c-run", {}, "Run"), h("th.c-status", {}, "Status"), h("th.c-when", {}, "Created"),
         h("th.c-in", {}, "Asked"), h("th.c-out", {}, "Output"))),
       body)),
     note, more);
@@ -42,12 +47,12 @@ export function runsPage(main, api, setTeardown) {
       for (const r of page.runs || []) {
         const out = r.error ? r.error.detail || r.error.title : r.output;
         body.append(h("tr", { dataset: { runId: r.run_id } },
-          h("td", {}, h("a", { href: `#/runs/${api.enc(r.run_id)}` }, `#${r.turn_number ?? "?"}`), " ",
-            h("a.small", { href: `#/sessions/${api.enc(r.session_id)}` }, h("code", {}, short(r.session_id)))),
-          h("td", {}, h(`span.badge.status-${r.status}`, {}, r.status)),
-          h("td", {}, h("time", { datetime: r.created_at, title: full(r.created_at) }, when(r.created_at))),
-          h("td.c-in", {}, h("span.preview", {}, r.input?.text ?? "")),
-          h("td.c-out", {}, h("span.preview", {}, out ? out.slice(0, 160) : ""))));
+          h("td.c-run", {}, h("a", { href: `#/runs/${api.enc(r.run_id)}`, title: `run ${r.run_id}` }, `turn ${r.turn_number ?? "?"}`),
+            h("div.small", {}, h("a", { href: `#/sessions/${api.enc(r.session_id)}`, title: `session ${r.session_id}` }, h("code", {}, short(r.session_id))))),
+          h("td.c-status", {}, h(`span.badge.status-${r.status}`, {}, r.status)),
+          h("td.c-when", {}, stamp(r.created_at)),
+          h("td.c-in", { "data-label": "Asked" }, preview(r.input?.text ?? "")),
+          h("td.c-out", { "data-label": r.error ? "Error" : "Output" }, preview(out || ""))));
       }
       cursor = page.next_cursor || null;
       more.hidden = !cursor;
@@ -62,8 +67,17 @@ export function runsPage(main, api, setTeardown) {
     const p = new URLSearchParams();
     if (q.value.trim()) p.set("q", q.value.trim());
     if (status.value) p.set("status", status.value);
-    if (day(since)) p.set("since", day(since));
-    if (day(until)) p.set("until", day(until));
+    const from = day(since.value);
+    const to = day(until.value);
+    if (from === null || to === null) {
+      bad.textContent = `A date is written YYYY-MM-DD (a UTC day), e.g. ${new Date().toISOString().slice(0, 10)}.`;
+      bad.hidden = false;
+      (from === null ? since : until).focus();
+      return;
+    }
+    bad.hidden = true;
+    if (from) p.set("since", from);
+    if (to) p.set("until", to);
     filter = p.toString();
     cursor = null;
     body.replaceChildren();

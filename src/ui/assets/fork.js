@@ -8,21 +8,20 @@
 
 import * as api from "./api.js";
 import { readSse } from "./sse.js";
-import { h, fill, short, when } from "./dom.js";
-
-/** "session 1a2b… after run 3c4d…", with links. */
-function origin(from) {
-  return [
-    "session ", h("a", { href: `#/sessions/${api.enc(from.session_id)}` }, h("code", {}, short(from.session_id))),
-    ` ${from.at} run `, h("a", { href: `#/runs/${api.enc(from.run_id)}` }, h("code", {}, short(from.run_id))),
-  ];
-}
+import { h, fill, short, stamp } from "./dom.js";
 
 /** A list of forks (`ForkList`), each a link to its session. */
 function forkItems(list, describe) {
   return (list.forks || []).map((f) => h("li", { dataset: { session: f.session_id } },
-    h("a", { href: `#/sessions/${api.enc(f.session_id)}` }, h("code", {}, short(f.session_id))),
-    ` ${describe(f)} · ${when(f.created_at)}`));
+    h("a", { href: `#/sessions/${api.enc(f.session_id)}`, title: f.session_id }, f.name || h("code", {}, short(f.session_id))),
+    ` ${describe(f)} · model ${f.model || "default"} · made `, stamp(f.created_at)));
+}
+
+/** A fork of a run in words: where its conversation starts. */
+function runForkWords(f) {
+  return f.forked_from.at === "after"
+    ? "continues from where this run ended (Fork from here)"
+    : "starts from where this run started: a Retry of it, or Fork before this run";
 }
 
 /** The run page's fork and retry panel. `update(model)` whenever the run's model changed. */
@@ -33,7 +32,8 @@ export class ForkPanel {
     this.note = h("span.muted.small", { role: "status" });
     this.buttons = h("div.fork-buttons", { hidden: true });
     this.forks = h("ul.forks");
-    this.list = h("div.run-forks", { hidden: true }, h("h3", {}, "Forks of this run"), this.forks);
+    this.listTitle = h("h3", {}, "Forks of this run");
+    this.list = h("div.run-forks", { hidden: true }, this.listTitle, this.forks);
     this.el = h("section.fork-panel", { "aria-label": "Fork and retry" }, this.buttons, this.note, this.list);
   }
 
@@ -100,8 +100,10 @@ export class ForkPanel {
   async loadForks() {
     try {
       const list = await api.get(`/v1/runs/${api.enc(this.runId)}/forks`);
-      fill(this.forks, forkItems(list, (f) => (f.forked_from.at === "after" ? "forked after it" : "forked before it (or a retry)")));
-      this.list.hidden = !(list.forks || []).length;
+      const n = (list.forks || []).length;
+      fill(this.forks, forkItems(list, runForkWords));
+      fill(this.listTitle, n === 1 ? "1 session made from this run" : `${n} sessions made from this run`);
+      this.list.hidden = !n;
     } catch {
       // the run page itself shows what is wrong with the run
     }
@@ -111,12 +113,15 @@ export class ForkPanel {
 /** The session page's part: where it was forked from (`session.forked_from`) and its forks. */
 export function sessionForks(session) {
   const from = session.forked_from
-    ? h("p.forked-from", {}, "Forked from ", origin(session.forked_from))
+    ? h("p.forked-from", {}, session.forked_from.at === "after" ? "Forked: its conversation continues from where " : "Forked (or a retry): its conversation starts from where ",
+      "run ", h("a", { href: `#/runs/${api.enc(session.forked_from.run_id)}` }, h("code", {}, short(session.forked_from.run_id))),
+      session.forked_from.at === "after" ? " ended, in session " : " started, in session ",
+      h("a", { href: `#/sessions/${api.enc(session.forked_from.session_id)}` }, h("code", {}, short(session.forked_from.session_id))), ".")
     : null;
   const forks = h("ul.forks");
   const list = h("div.session-forks", { hidden: true }, h("h2", {}, "Forks"), forks);
   api.get(`/v1/sessions/${api.enc(session.session_id)}/forks`).then((l) => {
-    fill(forks, forkItems(l, (f) => `${f.forked_from.at} run ${short(f.forked_from.run_id)}`));
+    fill(forks, forkItems(l, (f) => `${f.forked_from.at === "after" ? "continues after" : "starts before"} run ${short(f.forked_from.run_id)}`));
     list.hidden = !(l.forks || []).length;
   }).catch(() => {});
   return h("div", {}, from, list);

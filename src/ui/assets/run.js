@@ -4,7 +4,7 @@
 
 import { decisionForm, timeLeft } from "./approvals.js";
 import { questionForm, questionOutcome } from "./questions.js";
-import { h, fill, when, ms, short } from "./dom.js";
+import { h, fill, ms, short, stamp } from "./dom.js";
 
 const TOOL_LABEL = { waiting: "waiting for approval", asking: "waiting for an answer", running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
 
@@ -23,6 +23,8 @@ export class RunModel {
     this.terminal = false;
     this.expired = null;
     this.lastSeq = 0;
+    this.startedAt = null; // the run's start and end (ISO), for the header's times and duration
+    this.endedAt = null;
   }
 
   upsert(key, fields) {
@@ -61,6 +63,7 @@ export class RunModel {
         this.sessionId = ev.session_id ?? this.sessionId;
         this.model = ev.agent?.model ?? this.model;
         if (!this.terminal) this.status = "running";
+        this.startedAt = this.startedAt ?? ev.at ?? null;
         this.upsert(`seq:${ev.seq}`, { kind: "start", at: ev.at, seq: ev.seq, model: this.model, input: ev.input });
         break;
       case "step":
@@ -101,12 +104,13 @@ export class RunModel {
         this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "unknown", reason: ev.reason, endedAt: ev.at, endSeq: ev.seq });
         break;
       case "task":
-        this.upsert(`task:${ev.task_id}`, { kind: "task", seq: ev.seq, title: ev.title, status: ev.status, progress: ev.progress });
+        this.upsert(`task:${ev.task_id}`, { kind: "task", seq: ev.seq, at: this.byKey.get(`task:${ev.task_id}`)?.at ?? ev.at, title: ev.title, status: ev.status, progress: ev.progress });
         break;
       case "usage":
         this.usage = ev.usage ?? this.usage;
         break;
       case "completed":
+        this.endedAt = ev.at ?? this.endedAt;
         this.terminal = true;
         this.abandonRunning();
         this.status = ev.status || "finished";
@@ -115,6 +119,7 @@ export class RunModel {
         this.pending = null;
         break;
       case "error":
+        this.endedAt = ev.at ?? this.endedAt;
         this.terminal = true;
         this.abandonRunning();
         this.status = "error";
@@ -126,28 +131,28 @@ export class RunModel {
         this.upsert(`seq:${ev.seq}`, { kind: "raw", seq: ev.seq, message: ev.message });
         break;
       case "approval_required": {
-        this.upsert(`approval:${ev.approval?.id}`, { kind: "approval", approval: ev.approval, decision: null });
+        this.upsert(`approval:${ev.approval?.id}`, { kind: "approval", approval: ev.approval, decision: null, at: ev.approval?.created_at ?? ev.at });
         // The held call's row waits for a person, it does not run.
         const tool = ev.approval?.tool_call_id && this.byKey.get(`tool:${ev.approval.tool_call_id}`);
-        if (tool && tool.state === "running") this.upsert(tool.key, { state: "waiting" });
+        if (tool && tool.state === "running") this.upsert(tool.key, { state: "waiting", waitingSince: ev.approval?.created_at ?? ev.at });
         break;
       }
       case "question": {
-        this.upsert(`question:${ev.question?.id}`, { kind: "question", question: ev.question, decision: null });
+        this.upsert(`question:${ev.question?.id}`, { kind: "question", question: ev.question, decision: null, at: ev.question?.created_at ?? ev.question?.asked_at ?? ev.at });
         // The ask_user call waits for a person's answer, it does not run.
         const tool = ev.question?.tool_call_id && this.byKey.get(`tool:${ev.question.tool_call_id}`);
-        if (tool && tool.state === "running") this.upsert(tool.key, { state: "asking" });
+        if (tool && tool.state === "running") this.upsert(tool.key, { state: "asking", waitingSince: ev.question?.created_at ?? ev.at });
         break;
       }
       case "approval_resolved": {
         const question = this.byKey.get(`question:${ev.approval_id}`);
         if (question) {
-          this.upsert(question.key, { decision: ev.decision, by: ev.by, reason: ev.reason });
+          this.upsert(question.key, { decision: ev.decision, by: ev.by, reason: ev.reason, decidedAt: ev.at });
           const asked = question.question?.tool_call_id && this.byKey.get(`tool:${question.question.tool_call_id}`);
           if (asked && asked.state === "asking") this.upsert(asked.key, { state: ev.decision === "approved" ? "running" : "error", reason: ev.decision === "approved" ? undefined : `${ev.decision}: not answered` });
           break;
         }
-        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited });
+        this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited, decidedAt: ev.at });
         const callId = this.byKey.get(`approval:${ev.approval_id}`)?.approval?.tool_call_id;
         const tool = callId && this.byKey.get(`tool:${callId}`);
         if (tool && tool.state === "waiting") this.upsert(tool.key, { state: ev.decision === "approved" ? "running" : "error", reason: ev.decision === "approved" ? undefined : `${ev.decision}: not run` });
@@ -179,6 +184,8 @@ export class RunModel {
    * calls only callbackd's own record has (the ones a cancel abandoned). */
   applySummary(run) {
     this.sessionId = run.session_id ?? this.sessionId;
+    this.startedAt = this.startedAt ?? run.started_at ?? run.created_at ?? null;
+    this.endedAt = this.endedAt ?? run.ended_at ?? null;
     this.model = run.model ?? this.model;
     // The stream's terminal event wins: the run document can still say "running" for a few
     // tens of milliseconds after it (the bridge stores the event before it settles the run).
@@ -224,11 +231,12 @@ export class RunView {
     this.title = h("h2", {}, "Run");
     this.badge = h("span.badge");
     this.meta = h("p.meta");
+    this.times = h("p.meta.times");
     this.conn = h("div.conn", { role: "status", "aria-live": "polite" });
     this.list = h("ol.transcript", { "aria-label": "Run events" });
     this.writing = h("div.msg.writing", { hidden: true, "aria-live": "off" });
     this.result = h("section.result", { "aria-label": "Result" });
-    this.el = h("section.run", {}, h("header.run-head", {}, this.title, this.badge), this.meta, this.conn, this.list, this.writing, this.result);
+    this.el = h("section.run", {}, h("header.run-head", {}, this.title, this.badge), this.meta, this.times, this.conn, this.list, this.writing, this.result);
     this.scheduled = false;
   }
 
@@ -253,6 +261,17 @@ export class RunView {
       m.sessionId ? h("a", { href: `#/sessions/${encodeURIComponent(m.sessionId)}` }, "session ", h("code", {}, short(m.sessionId))) : null,
       m.model ? ` · model ${m.model}` : null,
       m.lastSeq ? ` · ${m.lastSeq} events` : null);
+    fill(this.times, runTimes(m));
+    // Each step lasts until the next one starts (the last until the run's end).
+    const steps = m.items.filter((i) => i.kind === "step" && i.at);
+    steps.forEach((st, k) => {
+      const next = steps[k + 1]?.at ?? (m.terminal ? m.endedAt : null);
+      const took = next ? Date.parse(next) - Date.parse(st.at) : null;
+      if (took !== null && !Number.isNaN(took) && st.took !== took) {
+        st.took = took;
+        st.rev = (st.rev || 0) + 1;
+      }
+    });
     for (const item of m.items) {
       let row = this.rows.get(item.key);
       if (!row) {
@@ -273,10 +292,11 @@ export class RunView {
     }
     this.renderResult();
     // A running tool's row counts its seconds; the clock stops with the last running tool.
-    const running = m.items.some((i) => i.kind === "tool" && i.state === "running");
+    const ticking = (i) => i.kind === "tool" && ["running", "waiting", "asking"].includes(i.state);
+    const running = m.items.some(ticking) || (!m.terminal && m.startedAt);
     if (running && !this.tick) {
       this.tick = setInterval(() => {
-        for (const i of this.model.items) if (i.kind === "tool" && i.state === "running") i.rev++;
+        for (const i of this.model.items) if (ticking(i)) i.rev++;
         this.render();
       }, 1000);
     } else if (!running && this.tick) {
@@ -297,11 +317,11 @@ export class RunView {
     if (m.expired) parts.push(h("p.notice", {}, m.expired));
     if (m.usage) parts.push(h("p.usage", {}, h("strong", {}, "Usage: "), usageLine(m.usage)));
     if (m.terminal && m.status !== "error") {
-      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`),
+      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`, m.endedAt ? [" · ", stamp(m.endedAt)] : null),
         m.output ? h("div.text.output", {}, m.output) : h("p.muted", {}, "(no output)")));
     }
     if (m.error) {
-      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed"),
+      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed", m.endedAt ? [" · ", stamp(m.endedAt)] : null),
         h("p.detail", {}, m.error.detail || "(no detail)"),
         m.error.code ? h("p.muted", {}, `code ${m.error.code}`) : null));
     }
@@ -336,11 +356,35 @@ function elapsed(iso) {
   return Number.isNaN(t) ? "" : `${Math.max(0, Math.floor((Date.now() - t) / 1000))} s so far`;
 }
 
-/** A time stamp: the local time, the full date on hover. */
-function stamp(at) {
-  if (!at) return null;
-  const d = new Date(at);
-  return h("time", { datetime: at, title: Number.isNaN(d.getTime()) ? at : d.toString() }, when(at));
+/** "1 min 5 s", "8.20 s": a duration a person reads at a glance. */
+export function span(msTotal) {
+  if (msTotal === null || msTotal === undefined || Number.isNaN(msTotal)) return "";
+  if (msTotal < 60000) return ms(Math.max(0, msTotal));
+  const s = Math.round(msTotal / 1000);
+  const hrs = Math.floor(s / 3600);
+  const min = Math.floor((s % 3600) / 60);
+  return hrs ? `${hrs} h ${min} min` : `${min} min ${s % 60} s`;
+}
+
+/** The run's header line of times: when it started, when it ended and how long it took (or
+ * how long it has been going). */
+export function runTimes(m) {
+  if (!m.startedAt) return null;
+  const start = Date.parse(m.startedAt);
+  if (m.terminal && m.endedAt) {
+    return ["started ", stamp(m.startedAt), " · ended ", stamp(m.endedAt), ` · took ${span(Date.parse(m.endedAt) - start)}`];
+  }
+  if (m.terminal) return ["started ", stamp(m.startedAt)];
+  return ["started ", stamp(m.startedAt), ` · going for ${span(Date.now() - start)}`];
+}
+
+/** A call that waits for a person: for whom, since when, how long so far. */
+function waitingText(item) {
+  const since = item.waitingSince || item.at;
+  const who = item.state === "asking" ? "an answer from a person" : "a person's approval";
+  const sinceMs = Date.parse(since);
+  return [`waits for ${who} (write token: this console or callbackd approve) since `, stamp(since),
+    Number.isNaN(sinceMs) ? "" : `, ${span(Date.now() - sinceMs)} so far`];
 }
 
 /** Values longer than this many characters or lines (pretty-printed) start folded. */
@@ -385,12 +429,13 @@ function renderRow(li, item, decide) {
       break;
     case "step": {
       const what = item.stepKind === "status" ? `status ${item.status ?? ""}` : item.stepKind === "thinking" ? "thinking" : item.stepKind || "step";
-      fill(li, h("span.label", {}, `step ${item.index ?? ""}`), h("span", {}, what), item.text ? h("span.text.thought", {}, item.text) : null, stamp(item.at));
+      fill(li, h("span.label", {}, `step ${item.index ?? ""}`), h("span", {}, what), item.text ? h("span.text.thought", {}, item.text) : null,
+        item.took !== undefined ? h("span.duration", {}, `took ${span(item.took)}`) : null, stamp(item.at));
       break;
     }
     case "message":
       li.dataset.messageId = item.key.slice(4);
-      fill(li, h("div.who", {}, "assistant"), h("div.text", {}, item.text));
+      fill(li, h("div.who", {}, "assistant", stamp(item.at)), h("div.text", {}, item.text));
       break;
     case "tool":
       li.classList.add(`tool-${item.state}`);
@@ -401,22 +446,24 @@ function renderRow(li, item, decide) {
         h("span.tool-name", {}, item.tool || "?"),
         h("span.outcome", {}, TOOL_LABEL[item.state] || item.state),
         h("span.duration", {}, item.durationMs !== undefined && item.durationMs !== null ? ms(item.durationMs)
-          : item.state === "running" && item.at ? elapsed(item.at) : ""),
+          : item.state === "running" && item.at ? elapsed(item.at)
+            : item.state === "waiting" || item.state === "asking" ? waitingText(item) : ""),
         item.waitedMs ? h("span.duration.waited", {}, `waited ${ms(item.waitedMs)} for a person`) : null,
         item.reason ? h("span.reason", {}, item.reason) : null,
         h("code.call-id", { title: item.id }, short(item.id)),
+        stamp(item.at),
         jsonBlock("arguments", item.args, item.argsCut, item.id),
         jsonBlock("result", item.result, item.resultCut, item.id));
       break;
     case "plan":
-      fill(li, h("span.label", {}, "plan"),
+      fill(li, h("span.label", {}, "plan"), stamp(item.at),
         h("ul.checklist", {}, (item.items || []).map((i) => h(`li.plan-${i.status}`, { dataset: { status: i.status } },
           h("span.mark", { "aria-hidden": "true" }, i.status === "completed" ? "☑" : i.status === "in_progress" ? "▶" : "☐"),
           " ", i.title, i.status === "in_progress" ? h("span.muted.small", {}, " (in progress)") : null))));
       break;
     case "task":
       fill(li, h("span.label", {}, "task"), h("span", {}, item.title || item.key), h("span.outcome", {}, item.status || ""),
-        item.progress !== undefined && item.progress !== null ? h("span", {}, String(item.progress)) : null);
+        item.progress !== undefined && item.progress !== null ? h("span", {}, String(item.progress)) : null, stamp(item.at));
       break;
     case "approval": {
       li.dataset.approvalId = item.key.slice("approval:".length);
@@ -426,7 +473,8 @@ function renderRow(li, item, decide) {
         h("span.label", {}, "approval"),
         h("span.tool-name", {}, item.approval?.tool || ""),
         item.approval?.args && !pending ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
-        h("span.outcome", {}, item.decision ? `${item.decision}${item.by ? ` by ${item.by}` : ""}${item.edited ? " (with edited arguments)" : ""}` : "waits for a decision"),
+        h("span.outcome", {}, item.decision ? [`${item.decision}${item.by ? ` by ${item.by}` : ""}${item.edited ? " (with edited arguments)" : ""}`, item.decidedAt ? [" at ", stamp(item.decidedAt)] : null] : "waits for a decision"),
+        stamp(item.at),
         item.reason ? h("span.reason", {}, item.reason) : null,
         item.approval?.expires_at && !item.decision ? h("span.time-left", {}, timeLeft(item.approval.expires_at)) : null,
         pending ? h("pre.args", {}, JSON.stringify(item.approval?.args ?? {}, null, 2)) : null,
@@ -440,6 +488,7 @@ function renderRow(li, item, decide) {
       fill(li,
         h("span.label", {}, "question"),
         h("span.question-text", {}, q.text || ""),
+        stamp(item.at),
         item.decision ? h("span.outcome", {}, questionOutcome(item)) : h("span.time-left", {}, timeLeft(q.expires_at)),
         item.reason ? h("span.reason", {}, item.reason) : null,
         !item.decision && decide ? questionForm(q, (answer) => decide(q.id, { question_id: q.id, answer })) : null);

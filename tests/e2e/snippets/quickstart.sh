@@ -1,4 +1,7 @@
-# From a checkout of this repository, with CURSOR_API_KEY set to your Cursor API key.
+# From a checkout of this repository, with CURSOR_API_KEY set to your Cursor API key. Stop at
+# the first failing step (paste it into `bash`, not your login shell, or save it as a file and
+# run `bash quickstart.sh`: a failure then ends that shell, not your terminal).
+set -e
 : "${CURSOR_API_KEY:?set CURSOR_API_KEY to your Cursor API key first}"
 
 # 1. callbackd: a release build, installed as ~/.cargo/bin/callbackd (rustup puts ~/.cargo/bin
