@@ -85,19 +85,7 @@ pub async fn send(
             }
         }
     });
-    let mut doc = None;
-    for _ in 0..50 {
-        doc = reader.run(&run_id).await?;
-        if doc.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let doc = doc.ok_or_else(|| {
-        Problem::internal(format!(
-            "the bridge started run {run_id} but it is not in the store"
-        ))
-    })?;
+    let doc = super::new_run::new_run_doc(state.store().as_ref(), &reader, &run_id).await?;
     runs::open(
         &state,
         caller,

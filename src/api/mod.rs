@@ -22,6 +22,7 @@ mod forks;
 mod hub;
 mod live_tokens;
 mod messages;
+mod new_run;
 pub mod openapi;
 mod pipe;
 mod problem;
