@@ -8,6 +8,7 @@ whose events retention removed (410). Screenshots go to <tmp_path>/screenshots.
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -168,6 +169,27 @@ class Proxy:
         self.server.close()
 
 
+@contextlib.contextmanager
+def browsing(b: Browser, shots: Path, *stops):
+    """The body of a browser test: no page error or request off 127.0.0.1 at its end; on a
+    failure, a screenshot of what the page showed; the browser and `stops` closed either way."""
+    try:
+        yield
+        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
+        assert not errors, errors
+    except BaseException:
+        try:
+            b("screenshot", path=str(shots / "failure.png"))
+        except Exception:
+            pass
+        raise
+    finally:
+        b.close()
+        for stop in stops:
+            stop()
+        print(f"screenshots: {shots}")
+
+
 def api(base: str, path: str, token: str = API_TOKEN) -> dict:
     u = urllib.parse.urlparse(base)
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
@@ -221,6 +243,20 @@ def start_run(setup_env, tmp_path, backend, ws, db, st, tt) -> tuple[h.Callbackd
     return run, ready
 
 
+def daemon_with(setup_env, tmp_path, monkeypatch, config_text: str):
+    """`callbackd run` with the real bridge and the fake backend, configured by `config_text`
+    and the API token; its data in <tmp_path>/data."""
+    config = tmp_path / "callbackd.toml"
+    config.write_text(config_text)
+    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
+    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
+    backend = h.FakeBackend(setup_env, tmp_path, "auto")
+    db = tmp_path / "data" / "callbackd.db"
+    db.parent.mkdir(parents=True)
+    run, ready = start_run(setup_env, tmp_path, backend, tmp_path / "ws", db, h.rand_token(), h.rand_token())
+    return backend, run, ready
+
+
 def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch):
     shots = tmp_path / "screenshots"
     shots.mkdir()
@@ -244,7 +280,7 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
     base = f"http://127.0.0.1:{proxy.port}"
     console = f"{base}/ui/"
     b = Browser(browser_env, tmp_path)
-    try:
+    with browsing(b, shots, proxy.close):
         # A wrong token says so and asks again; the right one from the fragment is taken out of
         # the address bar.
         b("goto", url=console + "#token=not-the-token")
@@ -390,18 +426,6 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         assert b("eval", js="() => document.querySelector('.final .output').textContent") == final
         assert b("eval", js="() => document.querySelector('.run').dataset.status") == "finished"
 
-        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
-        assert not errors, errors
-    except BaseException:
-        try:
-            b("screenshot", path=str(shots / "failure.png"))   # what the page showed
-        except Exception:
-            pass
-        raise
-    finally:
-        b.close()
-        proxy.close()
-        print(f"screenshots: {shots}")
 
 
 DEPLOY_CONFIG = '''
@@ -421,15 +445,7 @@ def test_console_approves_with_edited_arguments(setup_env, browser_env, tmp_path
     `confirm = true` runs only after the confirming click; an `ask_user` question is answered
     by clicking one of its options, and the answer reaches the model."""
     marker = tmp_path / "deployed.json"
-    config = tmp_path / "callbackd.toml"
-    config.write_text(DEPLOY_CONFIG.format(marker=marker))
-    monkeypatch.setenv("CALLBACKD_CONFIG", str(config))
-    monkeypatch.setenv("CALLBACKD_API_TOKEN", API_TOKEN)
-    backend = h.FakeBackend(setup_env, tmp_path, "auto")
-    ws = tmp_path / "ws"
-    db = tmp_path / "data" / "callbackd.db"
-    db.parent.mkdir(parents=True)
-    run, ready = start_run(setup_env, tmp_path, backend, ws, db, h.rand_token(), h.rand_token())
+    backend, run, ready = daemon_with(setup_env, tmp_path, monkeypatch, DEPLOY_CONFIG.format(marker=marker))
     base = ready["url"].rstrip("/")
     b = Browser(browser_env, tmp_path)
     try:
@@ -559,7 +575,7 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
         b("screenshot", path=str(shots / name), full_page=False)
         if docs:
             shutil.copy(shots / name, Path(docs) / f"console-{name}")
-    try:
+    with browsing(b, shots, run.proc.stop):
         # Rename the first session on its page.
         b("goto", url=f"{base}/ui/#token={API_TOKEN}")
         b("wait", selector="table.sessions tbody tr")
@@ -679,15 +695,160 @@ def test_console_finds_names_deletes_sessions_and_shows_usage(setup_env, browser
         assert rows == [sids[1]], rows
         assert call("GET", f"/v1/sessions/{sids[0]}")[0] == 404
 
-        errors = [line for line in b("log") if line.startswith(("pageerror", "blocked"))]
-        assert not errors, errors
-    except BaseException:
-        try:
-            b("screenshot", path=str(shots / "failure.png"))
-        except Exception:
-            pass
-        raise
-    finally:
-        b.close()
-        run.proc.stop()
-        print(f"screenshots: {shots}")
+
+
+def test_console_timeline_names_layouts_and_unknown_ids(setup_env, browser_env, tmp_path, monkeypatch):
+    """Issue 38: a session named when it is made (form, list, API); the run page as a timeline
+    (start, end and duration in its header, a dated time on every row, a held call shown as
+    waiting for a person, not running); the Runs page at 1280 and 390 px with no horizontal
+    overflow and what was asked visible; unknown session and run pages that stop loading and
+    offer no Send; the token remembered across tabs only when asked. With CONSOLE_DOCS_DIR=docs
+    the screenshots refresh docs/console-*.png."""
+    marker = tmp_path / "guarded-runs"
+    backend, run, ready = daemon_with(setup_env, tmp_path, monkeypatch, CONFIG.replace("__MARKER__", str(marker)))
+    base = ready["url"].rstrip("/")
+    console = f"{base}/ui/"
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    docs = os.environ.get("CONSOLE_DOCS_DIR")
+    b = Browser(browser_env, tmp_path)
+
+    def shot(name: str, full_page: bool = False):
+        b("screenshot", path=str(shots / name), full_page=full_page)
+        if docs:
+            shutil.copy(shots / name, Path(docs) / f"console-{name}")
+
+    def fits(width: int) -> bool:
+        return b("eval", js=f"() => document.documentElement.scrollWidth <= {width}")
+
+    with browsing(b, shots, run.proc.stop):
+        # The token typed into the dialog with "Remember on this device": a new tab (a fresh
+        # sessionStorage) needs no token; without the box, a new tab asks again.
+        b("goto", url=console)
+        b("wait", selector="#token-input")
+        b("fill", selector="#token-input", text=API_TOKEN)
+        b("click", selector="#token-remember")
+        b("click", selector="#token-form button[type=submit]")
+        b("wait", selector="#new-session")
+        b("eval", js="() => sessionStorage.clear()")
+        b("goto", url=console + "#/runs")
+        b("wait", selector="table.runs-all")
+        assert not b("eval", js="() => document.getElementById('token-dialog').open"), "a remembered token is asked again"
+        b("click", selector="#forget")                          # Change token forgets it everywhere
+        b("wait", selector="#token-input")
+        assert b("eval", js="() => localStorage.length") == 0
+        b("fill", selector="#token-input", text=API_TOKEN)     # this tab only, this time
+        b("click", selector="#token-form button[type=submit]")
+        b("wait", selector="#role:not([hidden])")
+        b("eval", js="() => sessionStorage.clear()")
+        b("goto", url=console + "#/sessions")
+        b("wait", selector="#token-input")
+        assert b("eval", js="() => localStorage.length") == 0, "kept for other tabs without being asked to"
+        b("fill", selector="#token-input", text=API_TOKEN)
+        b("click", selector="#token-form button[type=submit]")
+
+        # A session named in the New session form: its page, the list and the API say so.
+        b("wait", selector="#new-name")
+        b("fill", selector="#new-name", text="Release notes for 2.4")
+        shot("new-session.png")
+        b("click", selector="#new-session")
+        b("wait", selector="#message")
+        sid = b("url").rsplit("/", 1)[1]
+        b("wait", selector="h1:has-text('Release notes for 2.4')")
+        assert api(base, f"/v1/sessions/{sid}")["name"] == "Release notes for 2.4"
+
+        # A turn with a held call: the tool row waits for a person, and says since when.
+        backend.post_script({"steps": [{"text": "Asking first."}, {"tool": "guarded", "args": {"what": "notes"}},
+                                       {"textFromLastTool": "Guarded said: "}]})
+        b("fill", selector="#message", text="Run the guarded tool.")
+        b("click", selector="#send")
+        b("wait", selector=".transcript .approval[data-decision='pending'] button.primary")
+        b("wait", selector=".transcript .tool[data-outcome='waiting']")
+        waiting = b("eval", js="() => document.querySelector('.transcript .tool[data-outcome=\"waiting\"]').textContent")
+        assert "waits for a person's approval" in waiting and " since " in waiting, waiting
+        assert "running" not in waiting, waiting
+        assert "going for" in b("eval", js="() => document.querySelector('.meta.times').textContent")
+        shot("waiting.png")
+        b("click", selector=".transcript .approval button.primary")
+        b("wait", selector=".final .output", timeout_ms=30000)
+        run_id = b("eval", js="() => document.querySelector('.run').dataset.runId")
+
+        # The timeline: start, end and duration in the header; a time with its date on every
+        # row (the full date on hover); the decision's time.
+        times = b("eval", js="() => document.querySelector('.meta.times').textContent")
+        assert times.startswith("started ") and " · ended " in times and " · took " in times, times
+        rows = b("eval", js="""() => [...document.querySelectorAll('.transcript > li')].map(li => ({
+            key: li.dataset.key, time: li.querySelector('time')?.textContent || null,
+            title: li.querySelector('time')?.title || null}))""")
+        assert len(rows) >= 6, rows
+        for r in rows:
+            assert r["time"] and r["title"], f"a row without a time: {r}"
+            # "Dec 6 10:00:01": a month and day before the clock, and the year on hover.
+            assert len(r["time"].split()) >= 3 and r["time"].count(":") == 2, r
+            assert any(str(y) in r["title"] for y in range(2024, 2100)), r
+        assert b("eval", js="() => !!document.querySelector('.transcript .approval .outcome time')"), "when it was decided"
+        assert b("eval", js="() => !!document.querySelector('.final .ended time')")
+        shot("timeline.png", full_page=True)
+
+        # A long answer, so the lists have something to cut.
+        long = "The release notes, section by section: " + "a change worth a line, " * 40 + "the end."
+        backend.post_script({"steps": [{"text": long}]})
+        b("fill", selector="#message", text="Write the release notes for 2.4 in detail, please, section by section.")
+        b("click", selector="#send")
+        b("wait", selector=".final .output", timeout_ms=30000)
+
+        # The Runs page at 1280 and 390 px: nothing past the right edge, Asked and Output shown
+        # (cut to a line, the whole on a click), ids short.
+        for width, height, name in ((1280, 800, "runs-1280.png"), (390, 844, "runs-390.png")):
+            b("viewport", width=width, height=height)
+            b("goto", url=f"{console}#/runs")
+            b("wait", selector="table.runs-all tbody tr")
+            assert fits(width), f"the runs page overflows at {width} px"
+            seen = b("eval", js="""() => [...document.querySelectorAll('table.runs-all tbody tr')].map(tr => {
+                const box = (sel) => { const r = tr.querySelector(sel).getBoundingClientRect();
+                                       return {w: r.width, h: r.height, right: r.right}; };
+                return {asked: box('.c-in'), out: box('.c-out'), text: tr.querySelector('.c-in').textContent}; })""")
+            assert len(seen) == 2, seen
+            for r in seen:
+                assert r["asked"]["w"] > 100 and r["asked"]["right"] <= width, (width, r)
+                assert r["out"]["w"] > 100 and r["out"]["right"] <= width, (width, r)
+            tall = b("eval", js="() => Math.max(...[...document.querySelectorAll('table.runs-all tbody tr')].map(tr => tr.getBoundingClientRect().height))")
+            assert tall < (200 if width < 600 else 90), f"a row {tall} px tall at {width} px"
+            shot(name)
+            # A click shows the whole output; another cuts it again.
+            cell = "table.runs-all tbody tr:first-child .c-out .preview"
+            b("click", selector=cell)
+            assert b("eval", js=f"() => document.querySelector('{cell}').getBoundingClientRect().height") > 40
+            assert fits(width)
+            b("click", selector=cell)
+        # Dates are typed as ISO days; anything else is refused, saying how.
+        b("fill", selector="#runs-since", text="12/01/2026")
+        b("click", selector="#runs-search")
+        b("wait", selector="main .failure:not([hidden])")
+        assert "YYYY-MM-DD" in b("eval", js="() => document.querySelector('main .failure').textContent")
+        b("fill", selector="#runs-since", text="2020-01-01")
+        b("click", selector="#runs-search")
+        b("wait", selector="main .failure", state="hidden")
+        b("wait", selector="table.runs-all tbody tr")
+        b("viewport", width=1280, height=800)
+
+        # The sessions list: the name, and the session's page at 390 px.
+        b("goto", url=f"{console}#/sessions")
+        b("wait", selector=f"tr[data-session-id='{sid}']")
+        assert "Release notes for 2.4" in b("eval", js=f"() => document.querySelector(\"tr[data-session-id='{sid}']\").textContent")
+        b("viewport", width=390, height=844)
+        b("goto", url=f"{console}#/sessions/{sid}")
+        b("wait", selector="table.runs tbody tr")
+        assert fits(390), "the session page overflows at 390 px"
+        b("viewport", width=1280, height=800)
+
+        # Unknown ids: the error, no endless "Loading…", no message box.
+        for page, title in ((f"#/sessions/no-such-session", "No such session"), (f"#/runs/no-such-run", "No such run")):
+            b("goto", url=f"{console}{page}")
+            b("wait", selector=f"h1:has-text('{title}')")
+            b("wait", selector="main .failure")
+            state = b("eval", js="() => ({send: !!document.getElementById('message'), "
+                                 "loading: document.querySelector('main').textContent.includes('Loading')})")
+            assert state == {"send": False, "loading": False}, (page, state)
+        shot("unknown.png")
+

@@ -297,3 +297,29 @@ test("the token stays in the tab unless the person asks to remember it on this d
   api.forgetToken();
   assert.equal(api.token(), "");
 });
+
+test("a call whose hold was announced before its start waits, it does not run", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "approval_required", at: "2026-12-01T10:00:02Z", approval: { id: "a1", tool: "guarded", tool_call_id: "t1", args: {}, created_at: "2026-12-01T10:00:02Z" } }, false);
+  m.apply({ type: "tool_started", seq: 4, at: "2026-12-01T10:00:03Z", tool_call_id: "t1", tool: "guarded" }, true);
+  assert.equal(m.byKey.get("tool:t1").state, "waiting");
+  assert.equal(m.byKey.get("tool:t1").waitingSince, "2026-12-01T10:00:02Z");
+  m.apply({ type: "approval_resolved", approval_id: "a1", decision: "approved", by: "me", at: "2026-12-01T10:00:09Z" }, false);
+  assert.equal(m.byKey.get("tool:t1").state, "running");
+  // Decided before the start arrives: the call runs.
+  const n = new RunModel("r2");
+  n.apply({ type: "approval_required", approval: { id: "a2", tool_call_id: "t2", args: {} } }, false);
+  n.apply({ type: "approval_resolved", approval_id: "a2", decision: "approved", by: "me" }, false);
+  n.apply({ type: "tool_started", seq: 5, tool_call_id: "t2", tool: "guarded" }, true);
+  assert.equal(n.byKey.get("tool:t2").state, "running");
+});
+
+test("the usage chart's scale: a round top, compact labels", async () => {
+  const { niceMax, compact } = await import(new URL("usage.js", ASSETS));
+  assert.equal(niceMax(47), 50);
+  assert.equal(niceMax(1234), 2000);
+  assert.equal(niceMax(0), 1);
+  assert.equal(compact(2500), "2.5k");
+  assert.equal(compact(1500000), "1.5M");
+  assert.equal(compact(25), "25");
+});

@@ -72,6 +72,7 @@ class ForkSummary(TypedDict):
     created_at: str
     forked_from: ForkedFrom
     model: str
+    name: NotRequired[Optional[str]]
     session_id: str
 
 
@@ -105,6 +106,7 @@ class NewSession(TypedDict):
     """`POST /v1/sessions` body."""
     cwd: NotRequired[Optional[str]]
     model: NotRequired[Optional[str]]
+    name: NotRequired[Optional[str]]
     tools: NotRequired[Optional[list[str]]]
 
 

@@ -449,6 +449,8 @@ export interface components {
             forked_from: components["schemas"]["ForkedFrom"];
             /** @description The model the fork was made with (its source's). */
             model: string;
+            /** @description The fork's name as it is now (renamed or not), so a list tells forks apart. */
+            name?: string | null;
             /** @description The fork's own session id. */
             session_id: string;
         };
@@ -492,6 +494,11 @@ export interface components {
             cwd?: string | null;
             /** @description The model id; default `[bridge] default_model`. */
             model?: string | null;
+            /**
+             * @description 1 to 200 characters (as `PATCH`); shown in lists and searched by `q`. Default: the
+             *     bridge's own ("New Agent").
+             */
+            name?: string | null;
             /** @description Registry tools to declare; default every enabled tool. */
             tools?: string[] | null;
         };

@@ -20,7 +20,7 @@ export function runsPage(main, api, setTeardown) {
   const status = h("select", { id: "runs-status", name: "status", "aria-label": "Status" },
     h("option", { value: "" }, "any status"), RUN_STATUSES.map((s) => h("option", { value: s }, s)));
   const dateField = (id, label) => h("input", { id, type: "text", name: id.slice(5), "aria-label": `${label} (YYYY-MM-DD, UTC)`,
-    placeholder: "YYYY-MM-DD", inputmode: "numeric", pattern: "\\d{4}-\\d{2}-\\d{2}", maxlength: 10, size: 10, autocomplete: "off" });
+    placeholder: "YYYY-MM-DD", inputmode: "numeric", maxlength: 10, size: 10, autocomplete: "off" });
   const since = dateField("runs-since", "From");
   const until = dateField("runs-until", "Before");
   const form = h("form.search", { role: "search", "aria-label": "Find runs" },

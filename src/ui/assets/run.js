@@ -83,9 +83,12 @@ export class RunModel {
         this.upsert(`msg:${ev.message_id}`, { kind: "message", seq: ev.seq, at: ev.at, text: ev.text ?? "", delta: ev.delta });
         this.pending = null;
         break;
-      case "tool_started":
-        this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: "running", at: ev.at, seq: ev.seq, args: ev.arguments, argsCut: ev.truncated });
+      case "tool_started": {
+        // The hold is often announced before the call's start: a call already held waits.
+        const held = this.heldCall(ev.tool_call_id);
+        this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: held?.state ?? "running", waitingSince: held?.since, at: ev.at, seq: ev.seq, args: ev.arguments, argsCut: ev.truncated });
         break;
+      }
       case "tool_completed":
         this.upsert(`tool:${ev.tool_call_id}`, {
           kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: ev.outcome === "ok" ? "ok" : "error",
@@ -128,7 +131,7 @@ export class RunModel {
         this.pending = null;
         break;
       case "sdk_message":
-        this.upsert(`seq:${ev.seq}`, { kind: "raw", seq: ev.seq, message: ev.message });
+        this.upsert(`seq:${ev.seq}`, { kind: "raw", seq: ev.seq, at: ev.at, message: ev.message });
         break;
       case "approval_required": {
         this.upsert(`approval:${ev.approval?.id}`, { kind: "approval", approval: ev.approval, decision: null, at: ev.approval?.created_at ?? ev.at });
@@ -161,6 +164,16 @@ export class RunModel {
       default:
         break; // control events (up_to_date, reconnect, stream_gap) change the connection, not the run
     }
+  }
+
+  /** How call `id` waits for a person, if an undecided approval or question holds it. */
+  heldCall(id) {
+    for (const i of this.items) {
+      if (i.decision) continue;
+      if (i.kind === "approval" && i.approval?.tool_call_id === id) return { state: "waiting", since: i.at };
+      if (i.kind === "question" && i.question?.tool_call_id === id) return { state: "asking", since: i.at };
+    }
+    return null;
   }
 
   /** A call still running when its run ended (a cancel does not stop the host's tool; its
@@ -317,11 +330,13 @@ export class RunView {
     if (m.expired) parts.push(h("p.notice", {}, m.expired));
     if (m.usage) parts.push(h("p.usage", {}, h("strong", {}, "Usage: "), usageLine(m.usage)));
     if (m.terminal && m.status !== "error") {
-      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`, m.endedAt ? [" · ", stamp(m.endedAt)] : null),
+      parts.push(h(m.status === "finished" ? "div.final" : "div.final.unfinished", {}, h("h3", {}, m.status === "finished" ? "Final output" : `Run ${m.status}`),
+        m.endedAt ? h("p.ended.muted.small", {}, "ended ", stamp(m.endedAt)) : null,
         m.output ? h("div.text.output", {}, m.output) : h("p.muted", {}, "(no output)")));
     }
     if (m.error) {
-      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed", m.endedAt ? [" · ", stamp(m.endedAt)] : null),
+      parts.push(h("div.failure", { role: "alert" }, h("h3", {}, m.error.title || "The run failed"),
+        m.endedAt ? h("p.ended.muted.small", {}, "ended ", stamp(m.endedAt)) : null,
         h("p.detail", {}, m.error.detail || "(no detail)"),
         m.error.code ? h("p.muted", {}, `code ${m.error.code}`) : null));
     }
@@ -383,8 +398,8 @@ function waitingText(item) {
   const since = item.waitingSince || item.at;
   const who = item.state === "asking" ? "an answer from a person" : "a person's approval";
   const sinceMs = Date.parse(since);
-  return [`waits for ${who} (write token: this console or callbackd approve) since `, stamp(since),
-    Number.isNaN(sinceMs) ? "" : `, ${span(Date.now() - sinceMs)} so far`];
+  return h("span", { title: "Anyone with this namespace's write token decides: here, on the Approvals page, or with callbackd approve / deny" },
+    `waits for ${who} since `, stamp(since), Number.isNaN(sinceMs) ? "" : ` (${span(Date.now() - sinceMs)} so far)`);
 }
 
 /** Values longer than this many characters or lines (pretty-printed) start folded. */
@@ -495,6 +510,6 @@ function renderRow(li, item, decide) {
       break;
     }
     default:
-      fill(li, h("span.label", {}, item.message?.type || "event"), h("code.raw", {}, JSON.stringify(item.message ?? {}).slice(0, 300)));
+      fill(li, h("span.label", {}, item.message?.type || "event"), h("code.raw", {}, JSON.stringify(item.message ?? {}).slice(0, 300)), stamp(item.at));
   }
 }

@@ -14,25 +14,62 @@ const svg = (tag, attrs = {}, ...children) => {
 const n = (x) => Number(x || 0).toLocaleString();
 const total = (t) => t.input + t.output + t.cache_read + t.cache_write;
 
-/** The bar chart of tokens per day (input and output stacked; cache in the hover text). */
-export function chart(groups) {
-  const w = 600, hgt = 160, pad = 4;
-  const max = Math.max(1, ...groups.map((g) => g.tokens.input + g.tokens.output));
-  const bw = Math.max(4, Math.min(48, (w - pad * 2) / Math.max(1, groups.length) - 4));
-  const root = svg("svg", { viewBox: `0 0 ${w} ${hgt + 18}`, class: "chart", role: "img",
-    "aria-label": `Tokens per day, ${groups.length} days` });
-  groups.forEach((g, i) => {
-    const x = pad + i * (bw + 4);
-    const hi = ((g.tokens.input) / max) * hgt;
-    const ho = ((g.tokens.output) / max) * hgt;
+/** A round number at or above `x` (1, 2, 2.5 or 5 times a power of ten): the axis's top. */
+export function niceMax(x) {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= x) return m * p;
+  return 10 * p;
+}
+
+/** 1200 -> "1.2k", 3400000 -> "3.4M": an axis label that fits. */
+export function compact(v) {
+  if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
+  if (v >= 1e3) return `${+(v / 1e3).toFixed(1)}k`;
+  return String(v);
+}
+
+const DAY_MS = 86400000;
+
+/** The bar chart of tokens per day over the window's 30 UTC days (a day without runs is an
+ * empty slot, so one bar is one day, not the whole chart): input and output stacked, a y axis
+ * with its scale and grid lines, the days on the x axis; cache tokens in the hover text. */
+export function chart(groups, days = 30) {
+  const w = 640, hgt = 170, left = 44, right = 8, top = 22, bottom = 22;
+  const last = groups.reduce((m, g) => (g.key > m ? g.key : m), new Date().toISOString().slice(0, 10));
+  const end = Date.parse(`${last}T00:00:00Z`);
+  const slot = (w - left - right) / days;
+  const bw = Math.max(3, Math.min(28, slot - 3));
+  const max = niceMax(Math.max(...groups.map((g) => g.tokens.input + g.tokens.output), 0));
+  const y = (v) => top + hgt - (v / max) * hgt;
+  const root = svg("svg", { viewBox: `0 0 ${w} ${top + hgt + bottom}`, class: "chart", role: "img",
+    "aria-label": `Tokens per day over the last ${days} days (UTC), input and output stacked; the table below has the numbers` });
+  // The y axis: 0, half and the top, with grid lines.
+  for (const v of [0, max / 2, max]) {
+    root.append(svg("line", { class: v ? "grid" : "axis", x1: left, x2: w - right, y1: y(v), y2: y(v) }),
+      svg("text", { class: "tick y", x: left - 6, y: y(v) + 4, "text-anchor": "end" }, document.createTextNode(compact(v))));
+  }
+  root.append(svg("text", { class: "tick unit", x: 2, y: 11 }, document.createTextNode("tokens per day")));
+  // The x axis: every 5th day, and the last.
+  for (let i = 0; i < days; i++) {
+    const dayMs = end - (days - 1 - i) * DAY_MS;
+    if (i % 5 !== (days - 1) % 5) continue;
+    const label = new Date(dayMs).toISOString().slice(5, 10);
+    root.append(svg("text", { class: "tick x", x: left + i * slot + slot / 2, y: top + hgt + 16, "text-anchor": "middle" }, document.createTextNode(label)));
+  }
+  for (const g of groups) {
+    const i = days - 1 - Math.round((end - Date.parse(`${g.key}T00:00:00Z`)) / DAY_MS);
+    if (i < 0 || i >= days) continue;
+    const x = left + i * slot + (slot - bw) / 2;
+    const hi = (g.tokens.input / max) * hgt;
+    const ho = (g.tokens.output / max) * hgt;
     const tip = `${g.key}: ${n(g.tokens.input)} input, ${n(g.tokens.output)} output, ` +
       `${n(g.tokens.cache_read)} cache read, ${n(g.tokens.cache_write)} cache write tokens; ${g.runs} runs`;
     root.append(svg("g", { class: "day", "data-day": g.key },
       svg("title", {}, document.createTextNode(tip)),
-      svg("rect", { class: "in", x, y: hgt - hi, width: bw, height: Math.max(hi, 0) }),
-      svg("rect", { class: "out", x, y: hgt - hi - ho, width: bw, height: Math.max(ho, 0) }),
-      svg("text", { x: x + bw / 2, y: hgt + 14, "text-anchor": "middle" }, document.createTextNode(g.key.slice(5)))));
-  });
+      svg("rect", { class: "in", x, y: top + hgt - hi, width: bw, height: Math.max(hi, 0) }),
+      svg("rect", { class: "out", x, y: top + hgt - hi - ho, width: bw, height: Math.max(ho, 0) })));
+  }
   return root;
 }
 
