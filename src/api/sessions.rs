@@ -195,7 +195,11 @@ pub async fn get_one(
     // An AG-UI thread id answers as the session it started.
     let id = match reader.agent(&id).await? {
         Some(_) => id,
-        None => super::ag_ui::alias(&state, &caller.ns, &id)
+        None => state
+            .store()
+            .clone()
+            .thread_records()
+            .thread_session(&caller.ns, &id)
             .await?
             .unwrap_or(id),
     };

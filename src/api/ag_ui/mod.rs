@@ -110,17 +110,3 @@ pub async fn run(
         conn.as_ref().map(|c| &c.0),
     ))
 }
-
-/// `GET /v1/sessions/{id}` of a thread id: the session it is an alias of.
-pub async fn alias(
-    state: &ApiState,
-    ns: &crate::store::Namespace,
-    id: &str,
-) -> Result<Option<String>, Problem> {
-    Ok(state
-        .store()
-        .clone()
-        .thread_records()
-        .thread_session(ns, id)
-        .await?)
-}
