@@ -395,6 +395,7 @@ mod tests {
 /// [`RunAgentInput::parse`] is what checks it).
 #[derive(schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "AgUiRunAgentInput")]
 #[allow(dead_code)]
 pub struct InputDoc {
     /// The conversation: a session (an unknown one starts a session).
@@ -406,7 +407,8 @@ pub struct InputDoc {
     /// Frontend tools `{name, description, parameters}`.
     pub tools: Option<Vec<serde_json::Map<String, Value>>>,
     pub context: Option<Vec<serde_json::Map<String, Value>>>,
-    pub state: Option<Value>,
+    /// The client's state (kept by the client; not sent to the agent).
+    pub state: Option<serde_json::Map<String, Value>>,
     /// `{model}`: the model of a new thread's session.
     pub forwarded_props: Option<Value>,
     /// Answers to the interrupts of the previous AG-UI run of the thread.
