@@ -226,3 +226,31 @@ approval = "always"
     assert_eq!(r.status, 409, "{}", r.text());
     assert!(detail(&r).contains("already approved"), "{}", r.text());
 }
+
+#[tokio::test]
+async fn a_thread_alias_answers_as_its_session_and_goes_with_it() {
+    let app = TestApp::spawn().await;
+    app.running_run_r1().await;
+    let ns = callbackd::Namespace::new("default");
+    let threads = app.store.clone().thread_records();
+    assert_eq!(
+        threads.claim_thread(&ns, "t1", "a1", 5).await.unwrap(),
+        "a1"
+    );
+    // A second claim of the thread (a racing first input) gets the first one's session.
+    assert_eq!(
+        threads.claim_thread(&ns, "t1", "a2", 6).await.unwrap(),
+        "a1"
+    );
+    let r = app.api_get("/v1/sessions/t1").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["session_id"], "a1");
+    // Another namespace does not see it.
+    let other = callbackd::Namespace::new("other");
+    assert_eq!(threads.thread_session(&other, "t1").await.unwrap(), None);
+    // Deleting the session deletes the alias.
+    app.store_ok("agents", "delete", json!({"filter": {"agentIds": ["a1"]}}))
+        .await;
+    assert_eq!(threads.thread_session(&ns, "t1").await.unwrap(), None);
+    assert_eq!(app.api_get("/v1/sessions/t1").await.status, 404);
+}

@@ -4,7 +4,8 @@ against the real bridge and the fake backend. Every stream is also checked raw, 
 against `@ag-ui/core`'s EventSchema (tests/e2e/agui/driver.mjs). Cases: a text turn and a
 second turn on the same thread (one session, `GET /v1/sessions/{threadId}`), a custom tool
 call, an approval approved and one denied through `resume` (the tool ran / never ran), an
-`ask_user` question answered through `resume`, and bad input.
+`ask_user` question answered through `resume`, bad input, and examples/ag_ui/chat.mjs as a
+person would use it.
 """
 from __future__ import annotations
 
@@ -292,3 +293,20 @@ def test_bad_input_is_refused_with_the_reason(setup_env, tmp_path, stack):
     out = t.run()
     assert not out["ok"] and out["status"] == 400, out
     t.close()
+
+
+def test_the_example_chat_asks_the_person_and_the_approved_tool_runs(setup_env, tmp_path, stack):
+    d = tmp_path / "example"
+    d.mkdir()
+    shutil.copy(HERE.parent.parent / "examples" / "ag_ui" / "chat.mjs", d / "chat.mjs")
+    (d / "node_modules").symlink_to(node_modules())
+    stack.backend.post_script(deploy_script("prod"))
+    # The person types a message, approves, then ends the chat (stdin closes).
+    out = subprocess.run([setup_env["NODE"], str(d / "chat.mjs"), "--url", stack.run.daemon_ready["url"],
+                          "--token", stack.api.token, "--thread", "example-thread"],
+                         input="deploy to prod\ny\n", capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "approve? [y/N]" in out.stdout and "Result: deployed-prod" in out.stdout, out.stdout
+    assert runs(tmp_path) == 1
+    status, session = stack.api.call("GET", "/v1/sessions/example-thread")
+    assert status == 200, session

@@ -102,6 +102,7 @@ pub async fn run(
         state,
         stream::Plan {
             ns,
+            caller,
             run_doc: doc,
             after,
             mapper,

@@ -33,6 +33,9 @@ const FRAMES: usize = 64;
 /// What one AG-UI run sends.
 pub struct Plan {
     pub ns: Namespace,
+    /// Who opened it: the stream ends (its connection closes) once a reload revokes the
+    /// caller's token, as the run stream does.
+    pub caller: super::super::Caller,
     pub run_doc: Value,
     /// Map the Cursor run's events after this seq.
     pub after: u64,
@@ -79,8 +82,14 @@ pub fn respond(state: ApiState, plan: Plan, conn: Option<&crate::server::ConnSlo
             slow: Duration::from_millis(state.config().slow_reader_ms),
         };
         let run = plan.mapper.cursor_run.clone();
-        if run_one(&state, plan, &out).await.is_err() {
-            tracing::debug!(%run, "AG-UI stream ended early (reader gone or slow)");
+        let caller = plan.caller.clone();
+        tokio::select! {
+            ended = run_one(&state, plan, &out) => if ended.is_err() {
+                tracing::debug!(%run, "AG-UI stream ended early (reader gone or slow)");
+            },
+            () = caller.revoked() => {
+                tracing::info!(%run, namespace = caller.ns.as_str(), "AG-UI stream closed: its token was revoked by a reload");
+            }
         }
     });
     let body = futures_util::stream::poll_fn(move |cx| {
@@ -104,6 +113,7 @@ pub fn respond(state: ApiState, plan: Plan, conn: Option<&crate::server::ConnSlo
 async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
     let Plan {
         ns,
+        caller: _,
         run_doc,
         after,
         mut mapper,
