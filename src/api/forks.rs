@@ -16,6 +16,7 @@ use super::sessions::no_session;
 use super::{json_response, ApiState, Caller};
 use crate::clock::rfc3339_ms;
 use crate::store::forks::ForkRecord;
+use crate::store::Namespace;
 
 /// A session forked from another.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -27,6 +28,10 @@ pub struct ForkSummary {
     pub model: String,
     /// The fork's name as it is now (renamed or not), so a list tells forks apart.
     pub name: Option<String>,
+    /// A retry: a fork `before` its run whose first message is that run's message again
+    /// (`POST /v1/runs/{run_id}/retry`, or a fork before the run sent the same text). Read from
+    /// the messages this store kept, so a run not started through the run API never counts.
+    pub retry: bool,
     pub created_at: String,
 }
 
@@ -36,27 +41,52 @@ pub struct ForkList {
     pub forks: Vec<ForkSummary>,
 }
 
-/// The forks of `records`, each with its current name (one indexed read per fork; a list
-/// holds the forks of one session or run).
+/// The forks of `records`, each with its current name and whether it is a retry (a few
+/// indexed reads per fork; a list holds the forks of one session or run).
 async fn list(
-    reader: &super::reader::Reader<'_>,
+    state: &ApiState,
+    ns: &Namespace,
     records: Vec<ForkRecord>,
 ) -> Result<ForkList, Problem> {
+    let reader = state.reader(ns);
     let mut forks = Vec::with_capacity(records.len());
     for r in records {
         let name = reader
             .agent(&r.agent_id)
             .await?
             .and_then(|doc| doc.get("name").and_then(Value::as_str).map(str::to_string));
+        let retry = r.at == "before" && is_retry(state, ns, &reader, &r).await?;
         forks.push(ForkSummary {
             forked_from: ForkedFrom::of(&r),
             created_at: rfc3339_ms(r.created_at_ms),
             session_id: r.agent_id,
             model: r.model,
             name,
+            retry,
         });
     }
     Ok(ForkList { forks })
+}
+
+/// Whether the fork's first run was asked what its source run was asked.
+async fn is_retry(
+    state: &ApiState,
+    ns: &Namespace,
+    reader: &super::reader::Reader<'_>,
+    fork: &ForkRecord,
+) -> Result<bool, Problem> {
+    let first = reader.runs_of(&fork.agent_id, 1, None).await?;
+    let Some(first) = first
+        .items
+        .first()
+        .and_then(|d| d.get("runId"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(false);
+    };
+    let ids = [first.to_string(), fork.source_run_id.clone()];
+    let inputs = state.records().run_inputs(ns, &ids).await?;
+    Ok(matches!((inputs.get(&ids[0]), inputs.get(&ids[1])), (Some(a), Some(b)) if a == b))
 }
 
 pub async fn of_session(
@@ -72,7 +102,10 @@ pub async fn of_session(
         .fork_records()
         .forks_from(&caller.ns, &id)
         .await?;
-    Ok(json_response(StatusCode::OK, &list(&reader, forks).await?))
+    Ok(json_response(
+        StatusCode::OK,
+        &list(&state, &caller.ns, forks).await?,
+    ))
 }
 
 pub async fn of_run(
@@ -94,5 +127,8 @@ pub async fn of_run(
         .forks_from(&caller.ns, session)
         .await?;
     forks.retain(|f| f.source_run_id == run_id);
-    Ok(json_response(StatusCode::OK, &list(&reader, forks).await?))
+    Ok(json_response(
+        StatusCode::OK,
+        &list(&state, &caller.ns, forks).await?,
+    ))
 }

@@ -722,3 +722,66 @@ async fn a_run_whose_stream_has_ended_is_forked_once_the_bridge_writes_its_docum
     assert!(detail.contains("final document"), "{detail}");
     assert_eq!(agents(&app).await, count);
 }
+
+#[tokio::test]
+async fn a_fork_before_a_run_that_asks_its_message_again_is_listed_as_a_retry() {
+    let app = TestApp::spawn().await;
+    three_turns(&app).await;
+    let mut ids = Vec::new();
+    for (run, at) in [("r2", "before"), ("r2", "before"), ("r2", "after")] {
+        let r = fork(&app, "a1", json!({"run_id": run, "at": at})).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+        ids.push(
+            r.json()["session"]["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    // r2 was asked "prompt 2"; the first fork's first run asks it again (what POST
+    // .../retry does), the second asks something else, the third continues after r2.
+    let asked = [
+        ("r2", "prompt 2"),
+        ("f1", "prompt 2"),
+        ("f2", "another way"),
+        ("f3", "prompt 2"),
+    ];
+    for (i, (run_id, text)) in asked.iter().enumerate() {
+        if i > 0 {
+            app.store_ok(
+                "runs",
+                "create",
+                json!({"run": run(&ids[i - 1], run_id, 3)}),
+            )
+            .await;
+        }
+        let sql = format!(
+            "INSERT INTO run_inputs (ns, run_id, text) VALUES ('default', '{run_id}', '{text}')"
+        );
+        app.exec(&sql, &sql).await;
+    }
+    let listed = app.api_get("/v1/runs/r2/forks").await.json();
+    let retry: Vec<(String, bool)> = listed["forks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["session_id"].as_str().unwrap().to_string(),
+                f["retry"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        retry,
+        vec![
+            (ids[0].clone(), true),
+            (ids[1].clone(), false),
+            (ids[2].clone(), false)
+        ],
+        "{listed}"
+    );
+    // The session's list says the same.
+    let of_session = app.api_get("/v1/sessions/a1/forks").await.json();
+    assert_eq!(of_session["forks"][0]["retry"], true, "{of_session}");
+}

@@ -277,6 +277,13 @@ def test_the_console_forks_from_a_run_and_retries_it(setup_env, browser_env, tmp
         assert PROMPTS[0] in requests_text(s, mark), "the retry did not resend the run's own message"
         status, forks = s.api.call("GET", f"/v1/runs/{run}/forks")
         assert [f["session_id"] for f in forks["forks"]] == [fid, rid], forks
+        # The retry is told apart from the fork, in the API and on the run's page (issue 38).
+        assert [f["retry"] for f in forks["forks"]] == [False, True], forks
+        b("goto", url=console + f"#/runs/{run}")
+        b("wait", selector=f".run-forks li[data-session='{rid}']")
+        words = b("eval", js=f"() => [...document.querySelectorAll('.run-forks li')].map(li => li.textContent)")
+        assert "a fork that continues" in words[0] and words[1].split(" · ")[0].endswith(
+            "a retry: this run's message asked again from where this run started"), words
     finally:
         b.close()
         s.stop()

@@ -73,6 +73,7 @@ class ForkSummary(TypedDict):
     forked_from: ForkedFrom
     model: str
     name: NotRequired[Optional[str]]
+    retry: bool
     session_id: str
 
 

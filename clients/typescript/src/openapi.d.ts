@@ -451,6 +451,12 @@ export interface components {
             model: string;
             /** @description The fork's name as it is now (renamed or not), so a list tells forks apart. */
             name?: string | null;
+            /**
+             * @description A retry: a fork `before` its run whose first message is that run's message again
+             *     (`POST /v1/runs/{run_id}/retry`, or a fork before the run sent the same text). Read from
+             *     the messages this store kept, so a run not started through the run API never counts.
+             */
+            retry: boolean;
             /** @description The fork's own session id. */
             session_id: string;
         };

@@ -17,11 +17,12 @@ function forkItems(list, describe) {
     ` ${describe(f)} · model ${f.model || "default"} · made `, stamp(f.created_at)));
 }
 
-/** A fork of a run in words: where its conversation starts. */
+/** A fork of a run in words: where its conversation starts, and whether it is a retry. */
 function runForkWords(f) {
+  if (f.retry) return "a retry: this run's message asked again from where this run started";
   return f.forked_from.at === "after"
-    ? "continues from where this run ended (Fork from here)"
-    : "starts from where this run started: a Retry of it, or Fork before this run";
+    ? "a fork that continues from where this run ended"
+    : "a fork that starts from where this run started";
 }
 
 /** The run page's fork and retry panel. `update(model)` whenever the run's model changed. */
@@ -113,15 +114,16 @@ export class ForkPanel {
 /** The session page's part: where it was forked from (`session.forked_from`) and its forks. */
 export function sessionForks(session) {
   const from = session.forked_from
-    ? h("p.forked-from", {}, session.forked_from.at === "after" ? "Forked: its conversation continues from where " : "Forked (or a retry): its conversation starts from where ",
-      "run ", h("a", { href: `#/runs/${api.enc(session.forked_from.run_id)}` }, h("code", {}, short(session.forked_from.run_id))),
-      session.forked_from.at === "after" ? " ended, in session " : " started, in session ",
-      h("a", { href: `#/sessions/${api.enc(session.forked_from.session_id)}` }, h("code", {}, short(session.forked_from.session_id))), ".")
+    ? h("p.forked-from", {}, "Forked from session ",
+      h("a", { href: `#/sessions/${api.enc(session.forked_from.session_id)}` }, h("code", {}, short(session.forked_from.session_id))),
+      ": its conversation ", session.forked_from.at === "after" ? "continues from where run " : "starts from where run ",
+      h("a", { href: `#/runs/${api.enc(session.forked_from.run_id)}` }, h("code", {}, short(session.forked_from.run_id))),
+      session.forked_from.at === "after" ? " ended." : " started (a retry, if its first message is that run's again).")
     : null;
   const forks = h("ul.forks");
   const list = h("div.session-forks", { hidden: true }, h("h2", {}, "Forks"), forks);
   api.get(`/v1/sessions/${api.enc(session.session_id)}/forks`).then((l) => {
-    fill(forks, forkItems(l, (f) => `${f.forked_from.at === "after" ? "continues after" : "starts before"} run ${short(f.forked_from.run_id)}`));
+    fill(forks, forkItems(l, (f) => `${f.retry ? "a retry of" : f.forked_from.at === "after" ? "continues after" : "starts before"} run ${short(f.forked_from.run_id)}`));
     list.hidden = !(l.forks || []).length;
   }).catch(() => {});
   return h("div", {}, from, list);
