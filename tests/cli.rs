@@ -362,7 +362,7 @@ fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
 // `backup`, `export` and `import` with `--namespace`: each sees one namespace's rows only.
 
 /// Every table with an `ns` column, in the order of the migrations.
-const NS_TABLES: [&str; 11] = [
+const NS_TABLES: [&str; 12] = [
     "agents",
     "runs",
     "run_events",
@@ -374,6 +374,7 @@ const NS_TABLES: [&str; 11] = [
     "approvals",
     "run_inputs",
     "session_forks",
+    "ag_ui_threads",
 ];
 
 /// The same ids in every namespace, and `tag` in the stored text so the rows can be told
@@ -492,6 +493,12 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
                 .clone()
                 .fork_records()
                 .insert_fork(&ns, fork)
+                .await
+                .unwrap();
+            store
+                .clone()
+                .thread_records()
+                .claim_thread(&ns, &format!("thread-of-{tag}"), "same", 5)
                 .await
                 .unwrap();
         }
@@ -735,7 +742,7 @@ fn backup_of_one_namespace_holds_its_rows_only_and_passes_check() {
         err.contains(&format!(
             "namespace a only: {kept_rows} rows kept (agents 1, runs 2, run_events 2, \
              checkpoints 1, memory_notes 1, tool_calls 1, event_meta 1, run_expiry 1, \
-             approvals 1, run_inputs 1, session_forks 1), {} rows of other namespaces left out",
+             approvals 1, run_inputs 1, session_forks 1, ag_ui_threads 1), {} rows of other namespaces left out",
             all_rows - kept_rows
         )),
         "{err}"

@@ -182,7 +182,7 @@ pub(super) fn conflict(rec: &ApprovalRecord) -> Problem {
 }
 
 /// Edited arguments must be what the tool accepts: `400` naming the pointer and keyword.
-fn check_args(
+pub(super) fn check_args(
     state: &ApiState,
     rec: &ApprovalRecord,
     args: &serde_json::Value,

@@ -86,23 +86,7 @@ impl RunCtx<'_> {
     /// The `data:` JSON of stored event `ev` (what a frame and an events page carry), and
     /// whether it ends the run's stream.
     pub async fn event(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> (String, bool) {
-        let message = ev.payload.get("message");
-        let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
-        let status = message
-            .and_then(|m| m.get("status"))
-            .and_then(Value::as_str);
-        if kind == Some("tool_call") && status != Some("running") {
-            // How a call ended is in callbackd's record, final before the bridge stores it.
-            if let Ok(records) = self
-                .state
-                .records()
-                .tool_calls_of_run(self.ns, self.run_id)
-                .await
-            {
-                mapper.set_records(records);
-            }
-        }
-        let mut event = mapper.map(ev);
+        let mut event = self.durable(mapper, ev).await;
         if let Durable::RunStarted { input, .. } = &mut event {
             // Recorded by `POST .../messages` before any stream of the run is opened there.
             *input = self
@@ -125,6 +109,29 @@ impl RunCtx<'_> {
         }
         let data = event_json(&event, ev.seq, self.run_id, ev.created_at_ms);
         (data, event.is_terminal())
+    }
+
+    /// The typed stream event of stored event `ev`, mapped by `mapper` (at `ev.seq - 1`)
+    /// with callbackd's records of how the run's tool calls ended: what a frame is made of,
+    /// and what `POST /v1/ag-ui` maps to AG-UI.
+    pub async fn durable(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Durable {
+        let message = ev.payload.get("message");
+        let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
+        let status = message
+            .and_then(|m| m.get("status"))
+            .and_then(Value::as_str);
+        if kind == Some("tool_call") && status != Some("running") {
+            // How a call ended is in callbackd's record, final before the bridge stores it.
+            if let Ok(records) = self
+                .state
+                .records()
+                .tool_calls_of_run(self.ns, self.run_id)
+                .await
+            {
+                mapper.set_records(records);
+            }
+        }
+        mapper.map(ev)
     }
 
     /// The next page of stored events after `pos`, checked for holes.

@@ -53,15 +53,39 @@ pub async fn send(
         .agent(&session)
         .await?
         .ok_or_else(|| no_session(&session))?;
-    let bridge = state.bridge(&caller.ns).get()?;
+    let (run_id, doc, relay) = begin(&state, &reader, &session, &agent, &text).await?;
+    runs::open(
+        &state,
+        caller,
+        run_id,
+        doc,
+        0,
+        Some(relay),
+        conn.map(|c| c.0),
+    )
+    .await
+}
+
+/// Starts a turn of `session` with the user's `text`: sends it to the bridge, records it as
+/// the run's input, relays the `Send` stream's text deltas, and waits for the run's document.
+/// The new run's id, its document and the relay of its tokens (`POST .../messages` and
+/// `POST /v1/ag-ui` alike).
+pub(super) async fn begin(
+    state: &ApiState,
+    reader: &Reader<'_>,
+    session: &str,
+    agent: &Value,
+    text: &str,
+) -> Result<(String, Value, super::live_tokens::Relay), Problem> {
+    let bridge = state.bridge(reader.ns).get()?;
     let (mut stream, run_id, early) =
-        start_turn(&state, &bridge, &reader, &session, &agent, &text).await?;
+        start_turn(state, &bridge, reader, session, agent, text).await?;
     // Kept beside the run before its stream is opened here: `run_started.input`.
     state
         .records()
-        .set_run_input(&caller.ns, &run_id, &text)
+        .set_run_input(reader.ns, &run_id, text)
         .await?;
-    let (relay, intake) = state.live_tokens().relay(&caller.ns, &run_id);
+    let (relay, intake) = state.live_tokens().relay(reader.ns, &run_id);
     for t in early {
         intake.push(t);
     }
@@ -85,29 +109,8 @@ pub async fn send(
             }
         }
     });
-    let mut doc = None;
-    for _ in 0..50 {
-        doc = reader.run(&run_id).await?;
-        if doc.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let doc = doc.ok_or_else(|| {
-        Problem::internal(format!(
-            "the bridge started run {run_id} but it is not in the store"
-        ))
-    })?;
-    runs::open(
-        &state,
-        caller,
-        run_id,
-        doc,
-        0,
-        Some(relay),
-        conn.map(|c| c.0),
-    )
-    .await
+    let doc = super::new_run::new_run_doc(state.store().as_ref(), reader, &run_id).await?;
+    Ok((run_id, doc, relay))
 }
 
 /// A text delta of a `Send` message, if it is one.

@@ -10,6 +10,7 @@
 //! call (brief) or network I/O. The follow hub's forwarding task and retention run on the
 //! main runtime, started by `App::run_until`.
 
+mod ag_ui;
 mod approvals;
 mod bridge;
 mod caller;
@@ -22,6 +23,7 @@ mod forks;
 mod hub;
 mod live_tokens;
 mod messages;
+mod new_run;
 pub mod openapi;
 mod pipe;
 mod problem;
@@ -100,6 +102,8 @@ struct Inner {
     /// the same ones (sessions created elsewhere, or before a daemon restart, get every
     /// enabled tool of the registry).
     session_tools: Mutex<HashMap<(crate::store::Namespace, String), Vec<String>>>,
+    /// Where interrupted AG-UI runs stopped, for the runs that resume them.
+    ag_ui_held: ag_ui::HeldRuns,
 }
 
 impl ApiState {
@@ -134,6 +138,7 @@ impl ApiState {
                 hub: OnceLock::new(),
                 shutdown: CancellationToken::new(),
                 session_tools: Mutex::default(),
+                ag_ui_held: ag_ui::HeldRuns::default(),
             }),
         }
     }
@@ -152,6 +157,7 @@ impl ApiState {
     fn reader<'a>(&'a self, ns: &'a crate::store::Namespace) -> reader::Reader<'a> {
         reader::Reader {
             store: self.inner.store.as_ref(),
+            records: self.inner.records.as_ref(),
             ns,
         }
     }
@@ -195,6 +201,10 @@ impl ApiState {
     /// Where streams and retention are counted (`GET /metrics`).
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.inner.metrics
+    }
+
+    fn ag_ui_held(&self) -> &ag_ui::HeldRuns {
+        &self.inner.ag_ui_held
     }
 
     fn live_tokens(&self) -> &LiveTokens {

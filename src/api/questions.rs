@@ -46,12 +46,7 @@ pub async fn resume(
     if rec.state != "pending" {
         return Err(super::approvals::conflict(&rec));
     }
-    let mut args = rec.args.clone();
-    if let Some(obj) = args.as_object_mut() {
-        obj.insert("answer".into(), json!(body.answer));
-    } else {
-        args = json!({ "answer": body.answer });
-    }
+    let args = with_answer(&rec.args, &body.answer);
     let decision = Decision {
         approve: true,
         by: format!("{}/{}", caller.ns.as_str(), state.config().label),
@@ -68,4 +63,16 @@ pub async fn resume(
         Err(DecideError::Decided(rec)) => Err(super::approvals::conflict(&rec)),
         Err(DecideError::Store(e)) => Err(e.into()),
     }
+}
+
+/// The arguments of an answered question: the call's own with the person's `answer` (its
+/// result), here and through AG-UI's `resume`.
+pub(super) fn with_answer(args: &serde_json::Value, answer: &str) -> serde_json::Value {
+    let mut args = args.clone();
+    if let Some(obj) = args.as_object_mut() {
+        obj.insert("answer".into(), json!(answer));
+    } else {
+        args = json!({ "answer": answer });
+    }
+    args
 }

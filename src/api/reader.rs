@@ -8,7 +8,7 @@ use super::events::{run_problem, StoredEvent};
 use super::problem::Problem;
 use crate::clock::rfc3339_ms;
 use crate::store::{
-    AgentCursor, AgentFilter, Namespace, Page, RunCursor, RunFilter, Store, StoreCall,
+    AgentCursor, AgentFilter, Namespace, Page, RunCursor, RunFilter, RunRecords, Store, StoreCall,
 };
 
 /// A session (an agent), as the API shows it.
@@ -192,6 +192,8 @@ fn listed(output: &Option<String>) -> Result<Listed, Problem> {
 /// The run API's view of the store.
 pub struct Reader<'a> {
     pub store: &'a dyn Store,
+    /// callbackd's own reads beside the bridge's substores (the latest run of an agent).
+    pub records: &'a dyn RunRecords,
     pub ns: &'a Namespace,
 }
 
@@ -268,22 +270,15 @@ impl Reader<'_> {
     }
 
     /// The model of an agent's latest run, for a session's `model`.
+    /// One indexed read of the latest run, not a walk through all the agent's runs.
     pub async fn latest_model(&self, agent_id: &str) -> Result<Option<String>, Problem> {
-        let mut cursor: Option<String> = None;
-        let mut model = None;
-        loop {
-            let page = self.runs_of(agent_id, 1000, cursor.as_deref()).await?;
-            if let Some(last) = page.items.last() {
-                model = last
-                    .pointer("/model/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-            }
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(model),
-            }
-        }
+        let Some(doc) = self.records.latest_run(self.ns, agent_id).await? else {
+            return Ok(None);
+        };
+        Ok(parse(&doc)?
+            .pointer("/model/id")
+            .and_then(Value::as_str)
+            .map(str::to_string))
     }
 
     /// Stored events with `seq > after`, at most `limit`, in seq order.

@@ -231,6 +231,17 @@ pub async fn get_one(
     Path(id): Path<String>,
 ) -> Result<Response, Problem> {
     let reader = state.reader(&caller.ns);
+    // An AG-UI thread id answers as the session it started.
+    let id = match reader.agent(&id).await? {
+        Some(_) => id,
+        None => state
+            .store()
+            .clone()
+            .thread_records()
+            .thread_session(&caller.ns, &id)
+            .await?
+            .unwrap_or(id),
+    };
     let doc = reader.agent(&id).await?.ok_or_else(|| no_session(&id))?;
     Ok(json_response(
         StatusCode::OK,

@@ -354,6 +354,11 @@ impl AppBuilder {
                 Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))
                     as crate::rpc::RunEndedHook
             }),
+            run_event: traces.clone().map(|t| {
+                Arc::new(move |ns: &Namespace, run_id: &str, doc: &str| {
+                    t.run_event(ns, run_id, doc)
+                }) as crate::rpc::RunEventHook
+            }),
         };
         let api = ApiState::new(crate::api::ApiParts {
             store: store.clone(),

@@ -8,7 +8,7 @@ pub mod store;
 pub(crate) mod tools;
 mod unknown_field;
 
-pub use run_log::RunEndedHook;
+pub use run_log::{RunEndedHook, RunEventHook};
 
 use std::sync::Arc;
 
@@ -35,6 +35,9 @@ pub struct RpcState {
     pub namespaces: crate::namespaces::Namespaces,
     /// Told of each run whose terminal event was committed (the traces, docs/telemetry.md).
     pub run_ended: Option<run_log::RunEndedHook>,
+    /// Told of each committed append, with its event document (the traces build runs'
+    /// spans of them as they come).
+    pub run_event: Option<run_log::RunEventHook>,
 }
 
 impl From<StoreError> for ConnectError {

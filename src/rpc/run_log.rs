@@ -12,6 +12,9 @@ use crate::store::{Namespace, StoreCall};
 /// not wait (telemetry's is a `try_send`): it runs on the store call's path.
 pub type RunEndedHook = std::sync::Arc<dyn Fn(&Namespace, &str) + Send + Sync>;
 
+/// Told of each committed append: its namespace, run id and stored event document.
+pub type RunEventHook = std::sync::Arc<dyn Fn(&Namespace, &str, &str) + Send + Sync>;
+
 /// A run's start or end, from the append that records it.
 pub(super) enum Lifecycle {
     Started {

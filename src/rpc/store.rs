@@ -130,9 +130,18 @@ async fn handle(
         let admitted = quotas.admit(ns, &mut call, req.body.len()).await?;
         let lifecycle = super::run_log::Lifecycle::of(&call);
         let ended = run_ended(&call);
+        let appended_to = match (&call, &state.run_event) {
+            (StoreCall::EventsAppend(e), Some(_)) => Some(e.run_id.clone()),
+            _ => None,
+        };
         match state.store.call(ns, call).await {
             Ok(output) => {
                 quotas.done(admitted);
+                if let (Some(hook), Some(run_id), Some(doc)) =
+                    (&state.run_event, &appended_to, output.as_deref())
+                {
+                    hook(ns, run_id, doc);
+                }
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.record(ns, &state.metrics);
                     if let (Some(hook), Some(run_id)) = (&state.run_ended, lifecycle.ended()) {

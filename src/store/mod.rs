@@ -26,6 +26,7 @@ pub mod postgres;
 pub mod records;
 pub mod sql;
 pub mod sqlite;
+pub mod threads;
 pub mod tool_data;
 pub mod transfer;
 
@@ -164,6 +165,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Where forked sessions came from, kept by the same backend.
     fn fork_records(self: Arc<Self>) -> Arc<dyn forks::ForkRecords>;
+
+    /// Which session each AG-UI thread is, kept by the same backend.
+    fn thread_records(self: Arc<Self>) -> Arc<dyn threads::ThreadRecords>;
 }
 
 /// The [`Store`] methods that hand out the backend as each of its record stores: every
@@ -190,6 +194,12 @@ macro_rules! record_stores {
         fn fork_records(
             self: std::sync::Arc<Self>,
         ) -> std::sync::Arc<dyn $crate::store::forks::ForkRecords> {
+            self
+        }
+
+        fn thread_records(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn $crate::store::threads::ThreadRecords> {
             self
         }
     };

@@ -209,6 +209,14 @@ pub trait RunRecords: Send + Sync + 'static {
         text: &str,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
 
+    /// The document of the agent's latest run (the last in `runs.list`'s order), in one
+    /// indexed read; `None` when it has no run.
+    fn latest_run(
+        &self,
+        ns: &Namespace,
+        agent_id: &str,
+    ) -> BoxFuture<'_, Result<Option<String>, StoreError>>;
+
     /// The user message recorded for each of `run_ids` that has one.
     fn run_inputs(
         &self,

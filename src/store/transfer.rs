@@ -23,10 +23,11 @@ pub enum Table {
     Approvals,
     RunInputs,
     SessionForks,
+    AgUiThreads,
 }
 
 impl Table {
-    pub const ALL: [Table; 11] = [
+    pub const ALL: [Table; 12] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
@@ -38,6 +39,7 @@ impl Table {
         Table::Approvals,
         Table::RunInputs,
         Table::SessionForks,
+        Table::AgUiThreads,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +55,7 @@ impl Table {
             Table::Approvals => "approvals",
             Table::RunInputs => "run_inputs",
             Table::SessionForks => "session_forks",
+            Table::AgUiThreads => "ag_ui_threads",
         }
     }
 }
@@ -162,6 +165,13 @@ pub enum Row {
         tools: String,
         created_at: i64,
     },
+    /// An AG-UI thread's alias of its session.
+    Thread {
+        ns: String,
+        thread_id: String,
+        agent_id: String,
+        created_at: i64,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -205,6 +215,7 @@ impl Row {
             Row::Approval { id, .. } => Key::Text(vec![id.clone()]),
             Row::RunInput { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Fork { ns, agent_id, .. } => Key::Text(vec![ns.clone(), agent_id.clone()]),
+            Row::Thread { ns, thread_id, .. } => Key::Text(vec![ns.clone(), thread_id.clone()]),
         }
     }
 }

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::spans::{ApprovalTrace, RunTrace, ToolTrace};
-use crate::api::events::{Durable, RunMapper};
+use crate::api::events::{Durable, RunMapper, StoredEvent};
 use crate::api::reader::Reader;
 use crate::store::approvals::ApprovalRecords;
-use crate::store::records::RunRecords;
+use crate::store::records::{RunRecords, ToolCallRecord};
 use crate::store::{Namespace, Store};
 
 /// Events read per store call.
@@ -30,7 +30,9 @@ pub struct Sources {
     pub approvals: Arc<dyn ApprovalRecords>,
 }
 
-/// The trace of run `run_id`, or `None` when it has no stored terminal event (yet).
+/// The trace of run `run_id`, or `None` when it has no stored terminal event (yet): read
+/// back whole from the store (a run whose events were not all seen as they were appended:
+/// it began before a restart, or its events went through another daemon).
 pub async fn run_trace(
     src: &Sources,
     ns: &Namespace,
@@ -38,29 +40,12 @@ pub async fn run_trace(
 ) -> Result<Option<RunTrace>, String> {
     let reader = Reader {
         store: src.store.as_ref(),
+        records: src.records.as_ref(),
         ns,
     };
-    let Some(doc) = reader.run(run_id).await.map_err(|p| p.detail)? else {
+    let Some(mut b) = Builder::start(src, ns, run_id).await? else {
         return Ok(None);
     };
-    let records = src
-        .records
-        .tool_calls_of_run(ns, run_id)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut mapper = RunMapper::new(&doc, records.clone());
-    let mut trace = RunTrace {
-        namespace: ns.as_str().to_string(),
-        run_id: run_id.to_string(),
-        session_id: str_at(&doc, "/agentId").unwrap_or_default(),
-        turn: doc.get("turnNumber").and_then(Value::as_u64),
-        model: str_at(&doc, "/model/id"),
-        ..Default::default()
-    };
-    let mut ended = false;
-    let mut first_at: Option<i64> = None;
-    // call id -> index in trace.tools (the last call with that id: retries reuse ids)
-    let mut by_call: HashMap<String, usize> = HashMap::new();
     let mut after = 0;
     loop {
         let page = reader
@@ -70,134 +55,225 @@ pub async fn run_trace(
         let Some(last) = page.last() else { break };
         after = last.seq;
         for ev in &page {
-            first_at.get_or_insert(ev.created_at_ms);
-            match mapper.map(ev) {
-                Durable::ToolStarted {
-                    tool_call_id,
-                    tool,
-                    arguments,
-                    ..
-                } => {
-                    by_call.insert(tool_call_id.clone(), trace.tools.len());
-                    trace.tools.push(ToolTrace {
-                        call_id: tool_call_id,
-                        tool,
-                        start_ms: ev.created_at_ms,
-                        end_ms: ev.created_at_ms,
-                        outcome: "unfinished".into(),
-                        arguments: Some(arguments),
-                        ..Default::default()
-                    });
-                }
-                Durable::ToolCompleted {
-                    tool_call_id,
-                    tool,
-                    outcome,
-                    result,
-                    ..
-                } => {
-                    let i = *by_call.entry(tool_call_id.clone()).or_insert_with(|| {
-                        trace.tools.push(ToolTrace {
-                            call_id: tool_call_id,
-                            tool,
-                            start_ms: ev.created_at_ms,
-                            ..Default::default()
-                        });
-                        trace.tools.len() - 1
-                    });
-                    let t = &mut trace.tools[i];
-                    t.end_ms = ev.created_at_ms;
-                    t.outcome = outcome.to_string();
-                    t.result = Some(result);
-                }
-                Durable::ToolOutcomeUnknown { tool_call_id, .. } => {
-                    if let Some(&i) = by_call.get(&tool_call_id) {
-                        trace.tools[i].end_ms = ev.created_at_ms;
-                        trace.tools[i].outcome = "unknown".into();
-                    }
-                }
-                Durable::Usage { usage } => set_usage(&mut trace, &usage),
-                Durable::Completed {
-                    usage,
-                    status,
-                    output,
-                } => {
-                    set_usage(&mut trace, &usage);
-                    trace.status = status;
-                    trace.output = output;
-                    trace.end_ms = ev.created_at_ms;
-                    ended = true;
-                }
-                Durable::Error { problem, usage, .. } => {
-                    set_usage(&mut trace, &usage);
-                    trace.status = "error".into();
-                    trace.error = Some(problem.detail);
-                    trace.end_ms = ev.created_at_ms;
-                    ended = true;
-                }
-                _ => {}
-            }
+            b.feed(ev);
         }
         if page.len() < PAGE {
             break;
         }
     }
-    if !ended {
+    b.finish(src, ns, run_id).await
+}
+
+/// [`run_trace`] of the events kept as they were appended (`on_append`): every event a
+/// trace is built from, in seq order, and the time of the run's first event; no read of
+/// the run's events.
+pub async fn kept_trace(
+    src: &Sources,
+    ns: &Namespace,
+    run_id: &str,
+    events: &[StoredEvent],
+    first_at_ms: i64,
+) -> Result<Option<RunTrace>, String> {
+    let Some(mut b) = Builder::start(src, ns, run_id).await? else {
         return Ok(None);
-    }
-    trace.start_ms = first_at.unwrap_or(trace.end_ms);
-    // callbackd's own record of each custom tool call: when it really ran and how it ended.
-    for r in &records {
-        let Some(id) = r.tool_call_id.as_deref() else {
-            continue;
-        };
-        let Some(&i) = by_call.get(id) else { continue };
-        let t = &mut trace.tools[i];
-        t.start_ms = t.start_ms.min(r.started_at_ms);
-        if let Some(end) = r.ended_at_ms {
-            t.end_ms = t.end_ms.max(end);
-        }
-        t.outcome = r.outcome.as_str().to_string();
-    }
-    // The namespace's approvals, filtered here (the store has no per-run query): read only
-    // for a run that made tool calls.
-    let approvals = if trace.tools.is_empty() {
-        Vec::new()
-    } else {
-        src.approvals
-            .approvals(ns, None)
-            .await
-            .map_err(|e| e.to_string())?
     };
-    for a in approvals
-        .into_iter()
-        .filter(|a| a.run_id.as_deref() == Some(run_id))
-    {
-        let Some(&i) = a.tool_call_id.as_deref().and_then(|id| by_call.get(id)) else {
-            continue;
+    b.first_at = Some(first_at_ms);
+    for ev in events {
+        b.feed(ev);
+    }
+    b.finish(src, ns, run_id).await
+}
+
+/// A run's trace while its events are fed to it in seq order.
+struct Builder {
+    trace: RunTrace,
+    mapper: RunMapper,
+    records: Vec<ToolCallRecord>,
+    ended: bool,
+    first_at: Option<i64>,
+    /// call id -> index in trace.tools (the last call with that id: retries reuse ids)
+    by_call: HashMap<String, usize>,
+}
+
+impl Builder {
+    /// From the run document and callbackd's tool call records; `None` without the document.
+    async fn start(src: &Sources, ns: &Namespace, run_id: &str) -> Result<Option<Self>, String> {
+        let reader = Reader {
+            store: src.store.as_ref(),
+            records: src.records.as_ref(),
+            ns,
         };
-        let t = &mut trace.tools[i];
-        t.start_ms = t.start_ms.min(a.created_at_ms);
-        t.approval = Some(ApprovalTrace {
-            id: a.id,
-            created_ms: a.created_at_ms,
-            end_ms: a.decided_at_ms.unwrap_or(t.end_ms),
-            decision: a.state,
-            decided_by: a.decided_by,
-            reason: a.reason,
-            edited: a.approved_args.is_some(),
-        });
+        let Some(doc) = reader.run(run_id).await.map_err(|p| p.detail)? else {
+            return Ok(None);
+        };
+        let records = src
+            .records
+            .tool_calls_of_run(ns, run_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Some(Builder {
+            mapper: RunMapper::new(&doc, records.clone()),
+            records,
+            trace: RunTrace {
+                namespace: ns.as_str().to_string(),
+                run_id: run_id.to_string(),
+                session_id: str_at(&doc, "/agentId").unwrap_or_default(),
+                turn: doc.get("turnNumber").and_then(Value::as_u64),
+                model: str_at(&doc, "/model/id"),
+                ..Default::default()
+            },
+            ended: false,
+            first_at: None,
+            by_call: HashMap::new(),
+        }))
     }
-    for t in &mut trace.tools {
-        t.end_ms = t.end_ms.max(t.start_ms).min(trace.end_ms.max(t.start_ms));
+
+    /// The run's next stored event (events no span is built from may be left out).
+    fn feed(&mut self, ev: &StoredEvent) {
+        let trace = &mut self.trace;
+        let by_call = &mut self.by_call;
+        self.first_at.get_or_insert(ev.created_at_ms);
+        match self.mapper.map(ev) {
+            Durable::ToolStarted {
+                tool_call_id,
+                tool,
+                arguments,
+                ..
+            } => {
+                by_call.insert(tool_call_id.clone(), trace.tools.len());
+                trace.tools.push(ToolTrace {
+                    call_id: tool_call_id,
+                    tool,
+                    start_ms: ev.created_at_ms,
+                    end_ms: ev.created_at_ms,
+                    outcome: "unfinished".into(),
+                    arguments: Some(arguments),
+                    ..Default::default()
+                });
+            }
+            Durable::ToolCompleted {
+                tool_call_id,
+                tool,
+                outcome,
+                result,
+                ..
+            } => {
+                let i = *by_call.entry(tool_call_id.clone()).or_insert_with(|| {
+                    trace.tools.push(ToolTrace {
+                        call_id: tool_call_id,
+                        tool,
+                        start_ms: ev.created_at_ms,
+                        ..Default::default()
+                    });
+                    trace.tools.len() - 1
+                });
+                let t = &mut trace.tools[i];
+                t.end_ms = ev.created_at_ms;
+                t.outcome = outcome.to_string();
+                t.result = Some(result);
+            }
+            Durable::ToolOutcomeUnknown { tool_call_id, .. } => {
+                if let Some(&i) = by_call.get(&tool_call_id) {
+                    trace.tools[i].end_ms = ev.created_at_ms;
+                    trace.tools[i].outcome = "unknown".into();
+                }
+            }
+            Durable::Usage { usage } => set_usage(trace, &usage),
+            Durable::Completed {
+                usage,
+                status,
+                output,
+            } => {
+                set_usage(trace, &usage);
+                trace.status = status;
+                trace.output = output;
+                trace.end_ms = ev.created_at_ms;
+                self.ended = true;
+            }
+            Durable::Error { problem, usage, .. } => {
+                set_usage(trace, &usage);
+                trace.status = "error".into();
+                trace.error = Some(problem.detail);
+                trace.end_ms = ev.created_at_ms;
+                self.ended = true;
+            }
+            _ => {}
+        }
     }
-    trace.input = src
-        .records
-        .run_inputs(ns, &[run_id.to_string()])
-        .await
-        .ok()
-        .and_then(|mut m| m.remove(run_id));
-    Ok(Some(trace))
+
+    /// The trace, with callbackd's records of the tool calls and their approvals and the
+    /// run's input; `None` if no terminal event was fed.
+    async fn finish(
+        self,
+        src: &Sources,
+        ns: &Namespace,
+        run_id: &str,
+    ) -> Result<Option<RunTrace>, String> {
+        let Builder {
+            mut trace,
+            records,
+            ended,
+            first_at,
+            by_call,
+            ..
+        } = self;
+        if !ended {
+            return Ok(None);
+        }
+        trace.start_ms = first_at.unwrap_or(trace.end_ms);
+        // callbackd's own record of each custom tool call: when it really ran and how it ended.
+        for r in &records {
+            let Some(id) = r.tool_call_id.as_deref() else {
+                continue;
+            };
+            let Some(&i) = by_call.get(id) else { continue };
+            let t = &mut trace.tools[i];
+            t.start_ms = t.start_ms.min(r.started_at_ms);
+            if let Some(end) = r.ended_at_ms {
+                t.end_ms = t.end_ms.max(end);
+            }
+            t.outcome = r.outcome.as_str().to_string();
+        }
+        // The namespace's approvals, filtered here (the store has no per-run query): read only
+        // for a run that made tool calls.
+        let approvals = if trace.tools.is_empty() {
+            Vec::new()
+        } else {
+            src.approvals
+                .approvals(ns, None)
+                .await
+                .map_err(|e| e.to_string())?
+        };
+        for a in approvals
+            .into_iter()
+            .filter(|a| a.run_id.as_deref() == Some(run_id))
+        {
+            let Some(&i) = a.tool_call_id.as_deref().and_then(|id| by_call.get(id)) else {
+                continue;
+            };
+            let t = &mut trace.tools[i];
+            t.start_ms = t.start_ms.min(a.created_at_ms);
+            t.approval = Some(ApprovalTrace {
+                id: a.id,
+                created_ms: a.created_at_ms,
+                end_ms: a.decided_at_ms.unwrap_or(t.end_ms),
+                decision: a.state,
+                decided_by: a.decided_by,
+                reason: a.reason,
+                edited: a.approved_args.is_some(),
+            });
+        }
+        for t in &mut trace.tools {
+            t.end_ms = t.end_ms.max(t.start_ms).min(trace.end_ms.max(t.start_ms));
+        }
+        trace.input = src
+            .records
+            .run_inputs(ns, &[run_id.to_string()])
+            .await
+            .ok()
+            .and_then(|mut m| m.remove(run_id));
+        Ok(Some(trace))
+    }
 }
 
 fn str_at(doc: &Value, pointer: &str) -> Option<String> {

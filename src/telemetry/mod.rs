@@ -35,6 +35,7 @@
 mod collect;
 mod http;
 mod logs;
+mod on_append;
 pub mod spans;
 pub mod traces;
 

@@ -4,9 +4,13 @@
 //! - `run_ended` (called by the store RPC after it committed a terminal event) puts the run
 //!   on a queue of [`RUN_QUEUE`] runs with `try_send`: a store call never waits for
 //!   telemetry. A full queue drops the run (counted as one dropped span: its agent span).
-//! - the collector task reads each run back from the store (`collect`), turns it into
-//!   spans (`spans`) and puts them on the span queue (`[telemetry] queue_size`), again
-//!   without waiting: a span that does not fit is dropped and counted.
+//! - `run_event` (called by the store RPC with each committed append) keeps the events a
+//!   trace is made of (`on_append`), so that the collector task builds each run's trace
+//!   from them and a few small reads (`collect`: the run document, tool call records,
+//!   approvals, input), reading the run's events back only when it did not see them all;
+//!   it turns the trace into spans (`spans`) and puts them on the span queue
+//!   (`[telemetry] queue_size`), again without waiting: a span that does not fit is dropped
+//!   and counted.
 //! - the exporter task sends batches of up to [`BATCH`] spans, at least every
 //!   [`FLUSH_EVERY`], through `opentelemetry-otlp`'s HTTP/protobuf exporter, each export
 //!   bounded by `export_timeout_ms`. A failed export (collector down, refusing, too slow)
@@ -22,7 +26,8 @@ use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
 use tokio::sync::{mpsc, oneshot};
 
-use super::collect::{run_trace, Sources};
+use super::collect::{kept_trace, run_trace, Sources};
+use super::on_append::Appended;
 use super::spans::{sampled, spans, trace_id};
 use crate::config::TraceExport;
 use crate::metrics::Metrics;
@@ -52,6 +57,9 @@ enum SpanMsg {
 pub struct Traces {
     runs: mpsc::Sender<RunMsg>,
     metrics: Metrics,
+    /// The trace events of open runs, kept as they are appended.
+    appended: std::sync::Arc<Appended>,
+    ratio: f64,
 }
 
 impl std::fmt::Debug for RunMsg {
@@ -88,10 +96,12 @@ impl Traces {
         );
         let (runs, run_rx) = mpsc::channel(RUN_QUEUE);
         let (span_tx, span_rx) = mpsc::channel(export.queue_size);
+        let appended = std::sync::Arc::new(Appended::default());
         tokio::spawn(collector(
             run_rx,
             span_tx,
             sources,
+            appended.clone(),
             metrics.clone(),
             export.sampling_ratio,
             export.capture_content,
@@ -110,7 +120,21 @@ impl Traces {
             capture_content = export.capture_content,
             "exporting traces of runs over OTLP"
         );
-        Ok(Traces { runs, metrics })
+        Ok(Traces {
+            runs,
+            metrics,
+            appended,
+            ratio: export.sampling_ratio,
+        })
+    }
+
+    /// Event document `doc` of run `run_id` was committed (`runEvents.append`'s answer):
+    /// kept if its run's trace is built of it. On the store call's task; never waits.
+    pub fn run_event(&self, ns: &Namespace, run_id: &str, doc: &str) {
+        if self.ratio < 1.0 && !sampled(trace_id(ns.as_str(), run_id), self.ratio) {
+            return;
+        }
+        self.appended.appended(ns, run_id, doc);
     }
 
     /// Run `run_id` of `ns` has its terminal event stored: trace it. Never waits.
@@ -139,6 +163,7 @@ async fn collector(
     mut runs: mpsc::Receiver<RunMsg>,
     out: mpsc::Sender<SpanMsg>,
     sources: Sources,
+    appended: std::sync::Arc<Appended>,
     metrics: Metrics,
     ratio: f64,
     capture_content: bool,
@@ -155,7 +180,11 @@ async fn collector(
         if !sampled(trace_id(ns.as_str(), &run_id), ratio) {
             continue;
         }
-        match run_trace(&sources, &ns, &run_id).await {
+        let trace = match appended.take(&ns, &run_id) {
+            Some(kept) => kept_trace(&sources, &ns, &run_id, &kept.events, kept.first_at_ms).await,
+            None => run_trace(&sources, &ns, &run_id).await,
+        };
+        match trace {
             Ok(Some(trace)) => {
                 for span in spans(&trace, capture_content) {
                     if out.try_send(SpanMsg::Span(Box::new(span))).is_err() {

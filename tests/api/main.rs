@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod ag_ui;
 mod approvals;
 mod approvals_bound;
 mod backup;

@@ -755,6 +755,35 @@ async fn sessions_and_runs_are_listed_from_the_store() {
     assert_eq!(state["tool_calls"], json!([]));
 }
 
+/// A session's `model` is its latest run's, latest as `runs.list` orders them (turn number,
+/// then run id): never an earlier turn's, nor another agent's later one.
+#[tokio::test]
+async fn a_sessions_model_is_that_of_its_latest_run() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    for (agent, run_id, turn, model) in [
+        ("a1", "r-b", 2, "turn-2-b"),
+        ("a1", "r-c", 2, "turn-2-c"),
+        ("a1", "r-a", 2, "turn-2-a"),
+        ("a2", "r-z", 9, "other-agent"),
+    ] {
+        let mut r = run(agent, run_id, turn);
+        r["model"] = json!({"id": model});
+        app.store_ok("runs", "create", json!({"run": r})).await;
+    }
+    let session = app.api_get("/v1/sessions/a1").await.json();
+    assert_eq!(session["model"], "turn-2-c", "{session}");
+    let listed = app.api_get("/v1/sessions").await.json();
+    let a1 = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "a1")
+        .cloned()
+        .unwrap();
+    assert_eq!(a1["model"], "turn-2-c", "{listed}");
+}
+
 #[tokio::test]
 async fn streams_do_not_count_against_the_callback_connection_cap() {
     let app = TestApp::spawn_with(|c| c.server.max_connections = 2).await;
@@ -780,33 +809,73 @@ async fn streams_do_not_count_against_the_callback_connection_cap() {
 
 #[tokio::test]
 async fn metrics_count_open_streams_followers_and_retention() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with(|c| {
+        c.retention.events_max_age = Some("1ms".into());
+        c.retention.interval = "100ms".into();
+    })
+    .await;
     setup(&app, "r1", "running").await;
-    let metric = |text: &str, name: &str| -> f64 {
-        text.lines()
-            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(-1.0)
+    let metrics = || async {
+        let text = app.api("GET", "/metrics", None, "").await.text();
+        let metric = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+        };
+        (
+            metric("callbackd_streams_open"),
+            metric("callbackd_stream_followers"),
+            metric("callbackd_retention_removed_total"),
+        )
     };
-    let mut s = app.stream("r1", None).await;
-    assert_eq!(s.next(T).await.unwrap().kind(), "up_to_date");
-    let text = app.api("GET", "/metrics", None, "").await.text();
-    assert_eq!(metric(&text, "callbackd_streams_open"), 1.0, "{text}");
-    assert_eq!(metric(&text, "callbackd_stream_followers"), 1.0, "{text}");
-    drop(s);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    // The stream task notices its reader is gone at its next frame: a keepalive or an append.
-    append(&app, "r1", tool_turn()[0].clone()).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let text = app.api("GET", "/metrics", None, "").await.text();
-    assert_eq!(metric(&text, "callbackd_streams_open"), 0.0, "{text}");
-    assert_eq!(metric(&text, "callbackd_stream_followers"), 0.0, "{text}");
-    assert_eq!(
-        metric(&text, "callbackd_retention_removed_total"),
-        0.0,
-        "{text}"
-    );
+    // Polls until the figures are `want` (a stream task notices its reader is gone at its
+    // next frame, retention runs every 100 ms).
+    let settle = |want: (f64, f64, f64)| async move {
+        let deadline = std::time::Instant::now() + T;
+        loop {
+            let got = metrics().await;
+            if got == want || std::time::Instant::now() > deadline {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    // Two streams caught up on the live run: two open, two following.
+    let mut first = app.stream("r1", None).await;
+    assert_eq!(first.next(T).await.unwrap().kind(), "up_to_date");
+    let mut second = app.stream("r1", None).await;
+    assert_eq!(second.next(T).await.unwrap().kind(), "up_to_date");
+    assert_eq!(metrics().await, (2.0, 2.0, 0.0), "two open, two following");
+
+    // One reader goes: one of each is left.
+    drop(first);
+    let turn = tool_turn();
+    append(&app, "r1", turn[0].clone()).await;
+    assert_eq!(settle((1.0, 1.0, 0.0)).await, (1.0, 1.0, 0.0), "one left");
+
+    // An ended run of 3 events: retention counts the 3 events it removed, not the run.
+    let mut r = run("a1", "r2", 1);
+    r["status"] = json!("running");
+    app.store_ok("runs", "create", json!({"run": r})).await;
+    for i in 0..3 {
+        append(
+            &app,
+            "r2",
+            json!({"type": "thinking", "text": format!("{i}")}),
+        )
+        .await;
+    }
+    finish_run(&app, "r2").await;
+    assert_eq!(settle((1.0, 1.0, 3.0)).await, (1.0, 1.0, 3.0), "3 removed");
+
+    // The live run ends: its last stream completes and stops following.
+    for m in &turn[1..] {
+        append(&app, "r1", m.clone()).await;
+    }
+    let frames = second.collect(T).await;
+    assert_eq!(frames.last().unwrap().kind(), "completed");
+    assert_eq!(settle((0.0, 0.0, 3.0)).await, (0.0, 0.0, 3.0), "none open");
 }
 
 /// The daemon's own periodic retention (not a direct `prune`) removes the events of ended

@@ -1,9 +1,10 @@
 //! Issue 21: a tool call held for approval reports the wait for the person as `waited_ms`,
 //! apart from its execution time (`duration_ms`), in the run's state and in its stream (live
-//! and replayed alike). A denied call waited until its denial.
+//! and replayed alike). A denied call waited until its denial, and never ran.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -14,20 +15,28 @@ use crate::sse::durable;
 const T: Duration = Duration::from_secs(10);
 const HELD_MS: u64 = 1500;
 
-async fn spawn() -> Arc<TestApp> {
-    let tool: callbackd::config::CommandToolConfig = toml::from_str(
+/// The daemon with a `deploy` tool held for approval; each time it runs it appends a line
+/// to the returned marker file, so "never ran" is observed, not assumed.
+async fn spawn(dir: &Path) -> (Arc<TestApp>, PathBuf) {
+    let marker = dir.join("deploys");
+    let tool: callbackd::config::CommandToolConfig = toml::from_str(&format!(
         r#"
 name = "deploy"
 description = "Deploys"
-argv = ["sh", "-c", "echo '{\"deployed\": true}'"]
-input_schema = { type = "object" }
+argv = ["sh", "-c", "echo ran >> \"$0\"; echo '{{\"deployed\": true}}'", {marker:?}]
+input_schema = {{ type = "object" }}
 approval = "always"
-"#,
-    )
+"#
+    ))
     .unwrap();
     let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
     app.running_run_r1().await;
-    Arc::new(app)
+    (Arc::new(app), marker)
+}
+
+/// How many times the tool ran.
+fn runs(marker: &Path) -> usize {
+    std::fs::read_to_string(marker).map_or(0, |s| s.lines().count())
 }
 
 /// The bridge's held call: its stored `running` event, then the call (waiting for a person).
@@ -82,11 +91,19 @@ fn completed(frames: &[crate::sse::Frame], call_id: &str) -> Value {
 
 #[tokio::test]
 async fn a_held_call_reports_its_wait_apart_from_its_execution() {
-    let app = spawn().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (app, marker) = spawn(dir.path()).await;
+    // The live read, open before any of the events it is to see.
+    let mut live = app.stream("r1", None).await;
+    assert_eq!(live.next(T).await.unwrap().kind(), "up_to_date");
+
+    let asked = Instant::now();
     let task = held_call(&app, "toolu_1").await;
     tokio::time::sleep(Duration::from_millis(HELD_MS)).await;
     decide(&app, "approve").await;
+    let approved_within = asked.elapsed().as_millis() as i64;
     tokio::time::timeout(T, task).await.unwrap().unwrap();
+    assert_eq!(runs(&marker), 1, "the approved call ran once");
     append(
         &app,
         "r1",
@@ -97,9 +114,13 @@ async fn a_held_call_reports_its_wait_apart_from_its_execution() {
     .await;
 
     // Denied: it waited until the denial and never ran.
+    let asked = Instant::now();
     let task = held_call(&app, "toolu_2").await;
+    tokio::time::sleep(Duration::from_millis(HELD_MS / 2)).await;
     decide(&app, "deny").await;
+    let denied_within = asked.elapsed().as_millis() as i64;
     tokio::time::timeout(T, task).await.unwrap().unwrap();
+    assert_eq!(runs(&marker), 1, "the denied call never ran");
     append(
         &app,
         "r1",
@@ -116,21 +137,29 @@ async fn a_held_call_reports_its_wait_apart_from_its_execution() {
     let waited = approved["waited_ms"]
         .as_i64()
         .unwrap_or_else(|| panic!("{approved}"));
-    assert!(waited >= HELD_MS as i64, "{approved}");
+    // From the request to the decision: at least the hold, at most what the test saw pass.
+    assert!(
+        (HELD_MS as i64..=approved_within).contains(&waited),
+        "waited {waited} ms, held {HELD_MS}..{approved_within}: {approved}"
+    );
     let ran = approved["duration_ms"].as_i64().unwrap();
     assert!(ran < waited, "the wait is not execution time: {approved}");
     assert_eq!(approved["outcome"], "ok");
     assert_eq!(denied["outcome"], "denied");
-    assert!(denied["waited_ms"].as_i64().is_some(), "{denied}");
+    let denied_waited = denied["waited_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{denied}"));
+    assert!(
+        (HELD_MS as i64 / 2..=denied_within).contains(&denied_waited),
+        "waited until the denial, {}..{denied_within} ms: {denied}",
+        HELD_MS / 2
+    );
 
-    let live = app.stream("r1", Some(0)).await.collect(T).await;
+    let live = live.collect(T).await;
     let ev = completed(&live, "toolu_1");
     assert_eq!(ev["waited_ms"], waited, "{ev}");
     assert_eq!(ev["duration_ms"], ran, "{ev}");
-    assert_eq!(
-        completed(&live, "toolu_2")["waited_ms"],
-        denied["waited_ms"]
-    );
+    assert_eq!(completed(&live, "toolu_2")["waited_ms"], denied_waited);
     let replay = app.stream("r1", Some(0)).await.collect(T).await;
     assert_eq!(durable(&replay), durable(&live), "replays are byte equal");
 }

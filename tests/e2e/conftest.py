@@ -27,8 +27,7 @@ import harness as h
 def pytest_configure(config):
     # The reference servers skip every database assertion: a debugging aid that must never
     # stand in for callbackd in a CI run.
-    ci = os.environ.get("CI", "").lower() not in ("", "0", "false")
-    if ci and os.environ.get("E2E_REFERENCE_DIR"):
+    if h.ci() and os.environ.get("E2E_REFERENCE_DIR"):
         raise pytest.UsageError("E2E_REFERENCE_DIR is debug only (it skips the database assertions) "
                                 "and is refused when CI is set")
 
@@ -56,6 +55,12 @@ def no_leftover_processes(tmp_path_factory):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
+    # Under CI no test skips, whatever its reason: what cannot run there is a failure, so a
+    # missing PostgreSQL, Phoenix or browser never turns a run green by leaving tests out.
+    if rep.skipped and h.ci() and not hasattr(rep, "wasxfail"):
+        why = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else rep.longrepr
+        rep.outcome = "failed"
+        rep.longrepr = f"skipped under CI, which must run every test: {why}"
     if rep.failed and rep.when in ("setup", "call"):
         start = getattr(item, "_e2e_proc_start", len(h.Proc.registry))
         for p in h.Proc.registry[start:]:

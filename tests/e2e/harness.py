@@ -27,6 +27,12 @@ REPO = HERE.parent.parent
 E2E_DIR = Path(os.environ.get("CALLBACKD_E2E_DIR") or REPO / "target" / "e2e")
 
 
+def ci() -> bool:
+    """Whether this is a CI run (`CI` set, and not "0" or "false"): a test that cannot run
+    here fails instead of skipping (conftest.py turns every skip into a failure)."""
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
 # --------------------------------------------------------------------------------------------
 # Environment: NODE, BRIDGE_DIR, FAKEBACKEND_CACHE come from setup.sh (run it when unset).
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 #                          clients/python itself, installed editable (httpx comes with cursor-sdk)
 #   E2E_DIR/ts/node_modules/  the TypeScript client's dev dependencies (typescript,
 #                          openapi-typescript, @types/node: `npm ci` of clients/typescript's lock)
+#   E2E_DIR/agui/node_modules/  the official AG-UI client (@ag-ui/client, @ag-ui/core 1.0: `npm ci`
+#                          of tests/e2e/agui's lock) that test_ag_ui_e2e.py drives POST /v1/ag-ui with
 #   E2E_DIR/phoenix-venv/  Arize Phoenix (pinned), the OTLP collector of the telemetry tests
 #                          (tests/e2e/phoenix_setup.sh; CALLBACKD_E2E_NO_PHOENIX=1 skips it)
 #   E2E_DIR/fbcache/       what the fake backend needs (FAKEBACKEND_CACHE):
@@ -19,7 +21,7 @@
 #
 # Prints shell assignments on stdout (progress goes to stderr), so callers can do
 #   eval "$(tests/e2e/setup.sh)"   # exports CALLBACKD_E2E_DIR, E2E_PYTHON, FAKEBACKEND_CACHE, BRIDGE_DIR, NODE,
-#                                  # CALLBACKD_TS_NODE_MODULES, PHOENIX_BIN
+#                                  # CALLBACKD_TS_NODE_MODULES, CALLBACKD_AGUI_NODE_MODULES, PHOENIX_BIN
 # Idempotent: when everything is in place it only checks and prints (well under a second).
 # Adapted from the fake backend's own setup.sh (see fakebackend.mjs); the bridge comes from
 # `pip install` here instead of `pip download` + unzip.
@@ -138,6 +140,19 @@ if ! cmp -s "$CLIENT_TS/package-lock.json" "$TSDIR/.installed-lock" || [ ! -f "$
   cp "$CLIENT_TS/package-lock.json" "$TSDIR/.installed-lock"
 fi
 
+# 5b. The official AG-UI client, from its lock file (npm ci; no install scripts).
+AGUI_PKG="$REPO/tests/e2e/agui"
+AGUIDIR="$E2E/agui"
+if ! cmp -s "$AGUI_PKG/package-lock.json" "$AGUIDIR/.installed-lock" || [ ! -f "$AGUIDIR/node_modules/@ag-ui/client/package.json" ]; then
+  lock
+  command -v npm >/dev/null || die "npm is missing (Node.js >= 18 with npm installs the AG-UI client)"
+  say "npm ci (@ag-ui/client, @ag-ui/core) in $AGUIDIR"
+  mkdir -p "$AGUIDIR"
+  cp "$AGUI_PKG/package.json" "$AGUI_PKG/package-lock.json" "$AGUIDIR/"
+  (cd "$AGUIDIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2) || die "npm ci in $AGUIDIR failed"
+  cp "$AGUI_PKG/package-lock.json" "$AGUIDIR/.installed-lock"
+fi
+
 # 6. Arize Phoenix in a venv of its own: the OTLP collector of test_telemetry_e2e.py.
 PHOENIX_BIN=""
 if [ -z "${CALLBACKD_E2E_NO_PHOENIX:-}" ]; then
@@ -146,5 +161,5 @@ if [ -z "${CALLBACKD_E2E_NO_PHOENIX:-}" ]; then
 fi
 
 say "ready (bridge $BRIDGE)"
-printf 'export CALLBACKD_E2E_DIR=%q\nexport E2E_PYTHON=%q\nexport FAKEBACKEND_CACHE=%q\nexport BRIDGE_DIR=%q\nexport NODE=%q\nexport CALLBACKD_TS_NODE_MODULES=%q\nexport PHOENIX_BIN=%q\n' \
-  "$E2E" "$VENV/bin/python" "$CACHE" "$BRIDGE" "$NODE" "$TSDIR/node_modules" "$PHOENIX_BIN"
+printf 'export CALLBACKD_E2E_DIR=%q\nexport E2E_PYTHON=%q\nexport FAKEBACKEND_CACHE=%q\nexport BRIDGE_DIR=%q\nexport NODE=%q\nexport CALLBACKD_TS_NODE_MODULES=%q\nexport CALLBACKD_AGUI_NODE_MODULES=%q\nexport PHOENIX_BIN=%q\n' \
+  "$E2E" "$VENV/bin/python" "$CACHE" "$BRIDGE" "$NODE" "$TSDIR/node_modules" "$AGUIDIR/node_modules" "$PHOENIX_BIN"

@@ -123,7 +123,7 @@ def test_a_rule_lets_dev_calls_through(setup_env, tmp_path):
     assert runs(tmp_path) == 1, "the dev call ran its tool"
 
 
-def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_env, tmp_path):
+def test_a_restart_while_pending_cancels_the_call_and_it_never_runs(setup_env, tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -200,7 +200,8 @@ def test_a_restart_while_pending_cancels_the_call_and_the_stream_says_so(setup_e
     last = {a["tool_call_id"]: a["state"] for a in approvals}
     meant = {"cancelled": "cancelled", "expired": "denied"}
     assert [e["outcome"] for e in tool] == [meant[last[e["tool_call_id"]]] for e in tool], (evs, all_)
-    # The killed daemon's call may have no completion in the stream at all: the bridge's
+    # What the name no longer claims: that the stream shows the restart's cancellation. The
+    # killed daemon's call may have no completion in the stream at all: the bridge's
     # append of it falls in the restart window and can be lost (the SDK then retries the turn,
     # toolu_fake_2), and when it is stored it can follow the retried call's expiry. Whichever,
     # the comprehension above already holds any completion to its approval's end, and the

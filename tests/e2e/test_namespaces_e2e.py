@@ -183,7 +183,7 @@ NAMES = ("a", "b", "c")
 def pg_url() -> str:
     url = os.environ.get("CALLBACKD_TEST_PG_URL", "")
     if not url:
-        if os.environ.get("CI"):
+        if h.ci():
             pytest.fail("CI must run the PostgreSQL e2e tests: CALLBACKD_TEST_PG_URL is not set")
         pytest.skip("CALLBACKD_TEST_PG_URL is not set")
     return url

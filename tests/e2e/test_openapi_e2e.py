@@ -19,7 +19,7 @@ from pathlib import Path
 
 import harness as h
 
-BRIDGE_OPS = ["createSession", "sendMessage", "cancelRun", "retryRun"]
+BRIDGE_OPS = ["createSession", "sendMessage", "cancelRun", "retryRun", "runAgUi"]
 
 
 def schemathesis(daemon_url: str, token: str, args: list[str], tmp: Path, name: str) -> tuple[int, str]:

@@ -20,7 +20,7 @@ FINISHED = "RUN_LIFECYCLE_STATUS_FINISHED"
 def pg_url() -> str:
     url = os.environ.get("CALLBACKD_TEST_PG_URL", "")
     if not url:
-        if os.environ.get("CI"):
+        if h.ci():
             pytest.fail("CI must run the PostgreSQL e2e test: CALLBACKD_TEST_PG_URL is not set")
         pytest.skip("CALLBACKD_TEST_PG_URL is not set")
     return url

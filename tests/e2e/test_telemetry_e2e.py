@@ -69,7 +69,7 @@ class Phoenix:
     def __init__(self, workdir: Path):
         binary = os.environ.get("PHOENIX_BIN", "")
         if not binary or not Path(binary).exists():
-            if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            if h.ci():
                 raise AssertionError("PHOENIX_BIN is not set up (tests/e2e/phoenix_setup.sh)")
             pytest.skip("Arize Phoenix is not installed (CALLBACKD_E2E_NO_PHOENIX was set for setup.sh)")
         self.port = free_port()

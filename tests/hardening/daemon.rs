@@ -63,10 +63,26 @@ pub fn try_start_with(
     settings: Settings<'_>,
     extra: &str,
 ) -> Result<Daemon, StartFailure> {
+    try_start_as(dir, db, settings, extra, None)
+}
+
+/// [`try_start_with`] as user and group `user` (a root test's way to see what a daemon
+/// without root's privileges meets: file modes apply to it).
+pub fn try_start_as(
+    dir: &Path,
+    db: &Path,
+    settings: Settings<'_>,
+    extra: &str,
+    user: Option<u32>,
+) -> Result<Daemon, StartFailure> {
     let config = dir.join("callbackd.toml");
     let text = format!("{}{extra}", config_text(db, settings));
     std::fs::write(&config, text).expect("write config");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_callbackd"));
+    if let Some(id) = user {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(id).gid(id);
+    }
     cmd.arg("serve").arg("--config").arg(&config);
     // Only our settings: no CALLBACKD_* from the environment running the tests.
     for (k, _) in std::env::vars_os() {

@@ -5,7 +5,9 @@
 //! The full disk is simulated two ways: SQLite's page cap (`store.max_pages`), and a real
 //! tiny tmpfs that is grown with `mount -o remount`. Where mounting (or `chattr`) is not
 //! permitted, those parts fail when `CI` or `CALLBACKD_FAULTS_REQUIRED=1` is set (CI runs
-//! as root), and are skipped with a `SKIPPED` message otherwise.
+//! as root; scripts/test sets the variable), and are skipped with a `SKIPPED` message
+//! otherwise. Root ignores file modes: the read-only directory's test runs its daemon as
+//! `nobody` when the tests run as root.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -360,6 +362,85 @@ fn a_read_only_database_is_a_clear_startup_error() {
     assert!(err.contains("not writable"), "{err}");
     assert!(err.contains("Read-only file system"), "{err}");
     drop(fs);
+}
+
+/// A daemon without root's privileges, its database's directory made read-only
+/// (`chmod 0555`) and then unreadable too (`chmod 0444`): each a clear startup error naming
+/// what it could not write or read. Root ignores file modes, so as root (as in CI) the daemon
+/// runs as `nobody` (uid 65534); otherwise as the test's own user.
+#[tokio::test]
+async fn a_read_only_database_directory_is_a_clear_startup_error_without_root() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    // Reachable by the daemon's user: the config file and the database's directory in it.
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(dir.path(), 0o755).unwrap();
+    let user = (std::fs::metadata(dir.path()).unwrap().uid() == 0).then_some(65534);
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    if let Some(id) = user {
+        std::os::unix::fs::chown(&data, Some(id), Some(id)).unwrap();
+    }
+    /// Gives the directory back its modes even if the test fails, so the temp dir can go.
+    struct Writable<'a>(&'a Path);
+    impl Drop for Writable<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::set_permissions(self.0, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    let _guard = Writable(&data);
+    let db = data.join("ro.db");
+    let start = || {
+        daemon::try_start_as(
+            dir.path(),
+            &db,
+            &[("store", "busy_timeout_ms = 200")],
+            "",
+            user,
+        )
+    };
+    match start() {
+        Ok(d) => {
+            // A served call first: a stop at once after the ready line could come before the
+            // daemon listens for SIGTERM, and leave its WAL behind.
+            d.ok(
+                "agents",
+                "create",
+                json!({"agent": {"agentId": "a", "cwd": "/ws"}}),
+            )
+            .await;
+            let status = d.stop();
+            assert!(status.success(), "{status}");
+        }
+        Err(f) => panic!("callbackd did not start as {user:?} (is the binary reachable?): {f:?}"),
+    }
+
+    // Read-only: the file is there and the daemon may read it, but it cannot write beside it
+    // (SQLite's journal), so it refuses to start rather than serve reads and fail every write.
+    mode(&data, 0o555).unwrap();
+    let failure = start()
+        .map(|d| d.kill())
+        .expect_err("callbackd started in a read-only directory");
+    assert!(!failure.status.success());
+    let err = failure.stderr;
+    assert!(
+        err.contains(&db.display().to_string()),
+        "names the file: {err}"
+    );
+    assert!(err.contains("not writable"), "{err}");
+
+    // Neither writable nor searchable: the first file it needs there is named, with why.
+    mode(&data, 0o444).unwrap();
+    let failure = start()
+        .map(|d| d.kill())
+        .expect_err("callbackd started in an unreadable directory");
+    assert!(!failure.status.success());
+    let err = failure.stderr;
+    assert!(
+        err.contains(&data.display().to_string()),
+        "names the path: {err}"
+    );
+    assert!(err.contains("Permission denied"), "{err}");
 }
 
 #[test]

@@ -131,6 +131,15 @@ pub fn document() -> Value {
                     problem_response(&problem, "replay_expired: retention removed the events"),
                 );
             }
+            Answer::AgUiStream => {
+                responses.insert(
+                    "200".into(),
+                    json!({"description": "Server-Sent Events in AG-UI's encoding: each event is one \
+                            `data: <AG-UI event JSON>` block (RUN_STARTED first, RUN_FINISHED or \
+                            RUN_ERROR last); `: keepalive` comments in between",
+                           "content": {"text/event-stream": {"schema": {"type": "string"}}}}),
+                );
+            }
             Answer::Accepted => {
                 responses.insert(
                     "202".into(),
@@ -281,6 +290,11 @@ fn conflict(r: &Route) -> Option<&'static str> {
         ("post", "/v1/sessions/{session_id}/messages") => {
             Some("failed_precondition: the session has an active run")
         }
+        ("post", "/v1/ag-ui") => Some(
+            "failed_precondition: a resume names an unknown or already decided interrupt, or a \
+             new user message arrives while the thread's run waits on an interrupt (named), or \
+             the thread's session has an active run",
+        ),
         ("delete", "/v1/sessions/{session_id}") => {
             Some("failed_precondition: the session has a run in progress")
         }

@@ -13,7 +13,9 @@ use super::runs::{EventPage, RunState};
 use super::sessions::{Created, NewSession, RunPage, SessionPage};
 mod document;
 
-use super::{approvals, fork, forks, json_response, messages, questions, runs, sessions, ApiState};
+use super::{
+    ag_ui, approvals, fork, forks, json_response, messages, questions, runs, sessions, ApiState,
+};
 pub use document::document;
 
 /// `GET`, `PATCH` and `DELETE` of one session (one handler for the three route entries).
@@ -28,6 +30,8 @@ pub enum Answer {
     Json(u16, fn(&mut SchemaGenerator) -> Schema),
     /// `text/event-stream` of `StreamEvent`s (or 204).
     Stream,
+    /// `text/event-stream` of AG-UI 1.0 events (`data: <event JSON>` blocks).
+    AgUiStream,
     Accepted,
     /// `204` with no body.
     NoContent(&'static str),
@@ -141,6 +145,18 @@ pub const ROUTES: &[Route] = &[
         needs_bridge: true,
         write: true,
         handler: || post(messages::send),
+    },
+    Route {
+        method: "post",
+        path: "/v1/ag-ui",
+        operation_id: "runAgUi",
+        summary: "Run a turn in the Agent-User Interaction protocol (AG-UI 1.0): a thread is a \
+                  session; answers one AG-UI run as Server-Sent Events (docs/ag-ui.md)",
+        request: Some(schema::<ag_ui::InputDoc>),
+        answer: Answer::AgUiStream,
+        needs_bridge: true,
+        write: true,
+        handler: || post(ag_ui::run),
     },
     Route {
         method: "get",
@@ -317,7 +333,7 @@ pub const ROUTES: &[Route] = &[
 
 impl Route {
     fn answer_streams(&self) -> bool {
-        matches!(self.answer, Answer::Stream)
+        matches!(self.answer, Answer::Stream | Answer::AgUiStream)
     }
 }
 

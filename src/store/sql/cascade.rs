@@ -1,6 +1,7 @@
 //! Deletes that reach across substores, kept in one place so every path removes the same
 //! rows: an agent takes its runs, their events, its checkpoints, its memory notes, its
-//! tool call records, its approvals and its fork record (`session_forks`) with it; a run
+//! tool call records, its approvals, its fork record (`session_forks`) and its AG-UI thread
+//! aliases (`ag_ui_threads`) with it; a run
 //! takes its events. The run API's notes beside a run's events (`event_meta`,
 //! `run_expiry`, the run's input in `run_inputs`) and, on PostgreSQL, the run's seq counter go with the events
 //! ([`Dialect::event_tables`](super::Dialect::event_tables)):
@@ -10,13 +11,14 @@ use super::{Conditions, Exec, Value};
 use crate::store::StoreOutput;
 
 /// The tables that hold rows of an agent (keyed by `(ns, agent_id, …)`), the agents last.
-const AGENT_TABLES: [&str; 7] = [
+const AGENT_TABLES: [&str; 8] = [
     "runs",
     "checkpoints",
     "memory_notes",
     "tool_calls",
     "approvals",
     "session_forks",
+    "ag_ui_threads",
     "agents",
 ];
 

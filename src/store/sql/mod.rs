@@ -31,6 +31,7 @@ pub mod prune;
 pub mod records;
 pub mod run_events;
 pub mod runs;
+pub mod threads;
 pub mod transfer;
 
 pub use conditions::Conditions;

@@ -466,6 +466,21 @@ macro_rules! impl_run_records {
                 })
             }
 
+            fn latest_run(
+                &self,
+                ns: &$crate::store::Namespace,
+                agent_id: &str,
+            ) -> $crate::store::BoxFuture<'_, Result<Option<String>, $crate::store::StoreError>>
+            {
+                let args = $crate::store::sql::owned([ns.as_str(), agent_id]);
+                self.sql_read(move |x| {
+                    let [ns, agent_id] = args.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::runs::latest_of_agent(x, &ns, &agent_id).await
+                    })
+                })
+            }
+
             $crate::store::sql::records::runs_read!(
                 run_inputs,
                 std::collections::HashMap<String, String>,

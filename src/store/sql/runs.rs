@@ -64,6 +64,26 @@ pub async fn delete<X: Exec>(x: &X, ns: &str, filter: &RunFilter) -> Result<Stor
     Ok(None)
 }
 
+/// The document of the agent's latest run: the last of `runs.list`'s order (`turnNumber`,
+/// then `runId`), read backwards on the `runs_by_agent_turn` index, one row, however many
+/// runs the agent has.
+pub async fn latest_of_agent<X: Exec>(
+    x: &X,
+    ns: &str,
+    agent_id: &str,
+) -> Result<Option<String>, X::Error> {
+    let sql = sql!(
+        "SELECT doc FROM runs WHERE ns = ?1 AND agent_id = ?2 \
+         ORDER BY turn_number DESC, run_id DESC LIMIT 1"
+    );
+    x.first(
+        sql.get(X::DIALECT),
+        &[Value::Text(ns), Value::Text(agent_id)],
+        |r| Ok(r.text(0)?.to_string()),
+    )
+    .await
+}
+
 /// `turnNumber` asc, `runId` asc; the cursor holds the last item's pair.
 pub async fn list<X: Exec>(
     x: &X,

@@ -41,6 +41,7 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
             "ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at",
             "ns, agent_id",
         ),
+        Table::AgUiThreads => ("ns, thread_id, agent_id, created_at", "ns, thread_id"),
     }
 }
 
@@ -198,6 +199,12 @@ fn row(table: Table, r: &dyn super::Row) -> Result<Result<Row, TransferError>, S
             tools: s(6)?,
             created_at: r.int(7)?,
         },
+        Table::AgUiThreads => Row::Thread {
+            ns: s(0)?,
+            thread_id: s(1)?,
+            agent_id: s(2)?,
+            created_at: r.int(3)?,
+        },
     }))
 }
 
@@ -250,6 +257,10 @@ pub async fn write<X: Exec>(x: &X, rows: &[Row]) -> Result<(), X::Error> {
             Row::Fork { ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at } => (
                 sql!("INSERT INTO session_forks (ns, agent_id, source_agent_id, source_run_id, at, model, tools, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
                 vec![Text(ns), Text(agent_id), Text(source_agent_id), Text(source_run_id), Text(at), Text(model), Text(tools), Int(*created_at)],
+            ),
+            Row::Thread { ns, thread_id, agent_id, created_at } => (
+                sql!("INSERT INTO ag_ui_threads (ns, thread_id, agent_id, created_at) VALUES (?1, ?2, ?3, ?4)"),
+                vec![Text(ns), Text(thread_id), Text(agent_id), Int(*created_at)],
             ),
         };
         x.execute(sql.get(X::DIALECT), &params).await?;
