@@ -1,11 +1,13 @@
-//! A run's [`RunTrace`], read back from the store once its terminal event is stored: the
-//! run document (model, session, turn), its stored events mapped by the run API's own
+//! A run's [`RunTrace`], once its terminal event is stored: the run document (model,
+//! session, turn), its stored events (kept as they were appended, `on_append`, or read back
+//! from the store) mapped by the run API's own
 //! [`RunMapper`] (start, end, status, error, usage, output, tool calls with arguments and
 //! results), callbackd's record of each custom tool call (execution times and outcome)
 //! and the approvals of its held calls (who decided, how, when).
 //!
-//! Everything comes from stored records, none from memory of the daemon that served the
-//! run: a run that started before a restart is traced whole when it ends after it.
+//! Everything comes from stored records (those kept are the documents the store answered
+//! the appends with): a run that started before a restart is read back and traced whole
+//! when it ends after it.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,12 +3,14 @@
 //! ([`traces`], docs/telemetry.md).
 //!
 //! ## Traces: design
-//! - **From stored records, at the run's end.** The store RPC already recognises the append
-//!   of a run's terminal event (`finished`, `error`, `cancelled`, `expired`; `rpc::run_log`)
-//!   for its log line; after that append is committed it hands the run id to
-//!   [`Traces::run_ended`]. The run is then read back from the store (`collect`): its run
-//!   document, its stored events through the run API's own mapper, callbackd's records of
-//!   its custom tool calls and the approvals of its held calls. Every start and end time is
+//! - **From stored records, as they are stored.** The store RPC hands each committed
+//!   append's event document to [`Traces::run_event`], which keeps the events a trace is
+//!   made of (`on_append`); it also recognises the append of a run's terminal event
+//!   (`finished`, `error`, `cancelled`, `expired`; `rpc::run_log`) and then hands the run id
+//!   to [`Traces::run_ended`]. The trace is built (`collect`) from the kept events through
+//!   the run API's own mapper, the run document, callbackd's records of its custom tool
+//!   calls and the approvals of its held calls; a run not every event of which was seen is
+//!   read back from the store instead. Every start and end time is
 //!   a stored one. So runs of any client are traced (every bridge stores through callbackd,
 //!   whoever started the run), and a run that spans a daemon restart still gets its whole
 //!   trace when its terminal event is stored. A run whose terminal event is never stored
