@@ -282,6 +282,46 @@ fn a_toml_error_prints_its_block_once() {
 }
 
 #[test]
+fn check_config_refuses_a_webhook_secret_that_is_not_whsec_base64_naming_its_key() {
+    let w = World::new();
+    let hook = "[[webhooks]]\nurl = \"http://127.0.0.1:9/hook\"\n";
+    std::fs::write(
+        w.cwd.join("bad.toml"),
+        format!("{hook}secret = \"hunter2\"\n"),
+    )
+    .unwrap();
+    let err = stderr(&w.run(&["check-config", "--config", "bad.toml"]));
+    assert!(
+        err.contains("webhooks[0].secret") && err.contains("whsec_"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("hunter2"),
+        "the secret is never printed: {err}"
+    );
+    std::fs::write(w.cwd.join("s"), "whsec_c2hvcnQ=\n").unwrap();
+    std::fs::write(
+        w.cwd.join("file.toml"),
+        format!("{hook}secret_file = \"s\"\n"),
+    )
+    .unwrap();
+    let err = stderr(&w.run(&["check-config", "--config", "file.toml"]));
+    assert!(
+        err.contains("webhooks[0].secret_file") && err.contains("24 to 64"),
+        "{err}"
+    );
+    let good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    std::fs::write(
+        w.cwd.join("ok.toml"),
+        format!("{hook}secret = \"{good}\"\n"),
+    )
+    .unwrap();
+    let out = w.run(&["check-config", "--config", "ok.toml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("webhooks 1"));
+}
+
+#[test]
 fn a_bridge_that_does_not_exist_is_reported_with_its_cause_once() {
     let w = World::new();
     let err = stderr(&w.run(&["run", "--", "./no-such-bridge"]));

@@ -35,6 +35,7 @@ mod sessions;
 mod stream;
 mod stream_token;
 mod tool_calls;
+mod webhooks;
 
 pub use caller::{ApiTokens, Caller, Role};
 pub use problem::{Problem, ProblemCode};

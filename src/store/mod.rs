@@ -21,6 +21,7 @@ pub mod find;
 pub mod forks;
 pub mod json;
 mod notices;
+pub mod outbox;
 pub mod page;
 pub mod postgres;
 pub mod records;
@@ -164,6 +165,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Where forked sessions came from, kept by the same backend.
     fn fork_records(self: Arc<Self>) -> Arc<dyn forks::ForkRecords>;
+
+    /// The webhooks' outbox, kept by the same backend.
+    fn outbox_records(self: Arc<Self>) -> Arc<dyn outbox::OutboxRecords>;
+
+    /// From now on every write that did something a webhook tells (an approval held or
+    /// resolved, a run's end) records `composer`'s deliveries in its own transaction.
+    fn set_outbox(&self, composer: Arc<dyn outbox::Composer>);
 }
 
 /// The [`Store`] methods that hand out the backend as each of its record stores: every
@@ -191,6 +199,16 @@ macro_rules! record_stores {
             self: std::sync::Arc<Self>,
         ) -> std::sync::Arc<dyn $crate::store::forks::ForkRecords> {
             self
+        }
+
+        fn outbox_records(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn $crate::store::outbox::OutboxRecords> {
+            self
+        }
+
+        fn set_outbox(&self, composer: std::sync::Arc<dyn $crate::store::outbox::Composer>) {
+            self.notices().set_outbox(composer);
         }
     };
 }

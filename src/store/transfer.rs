@@ -23,10 +23,11 @@ pub enum Table {
     Approvals,
     RunInputs,
     SessionForks,
+    WebhookOutbox,
 }
 
 impl Table {
-    pub const ALL: [Table; 11] = [
+    pub const ALL: [Table; 12] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
@@ -38,6 +39,7 @@ impl Table {
         Table::Approvals,
         Table::RunInputs,
         Table::SessionForks,
+        Table::WebhookOutbox,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +55,7 @@ impl Table {
             Table::Approvals => "approvals",
             Table::RunInputs => "run_inputs",
             Table::SessionForks => "session_forks",
+            Table::WebhookOutbox => "webhook_outbox",
         }
     }
 }
@@ -162,6 +165,22 @@ pub enum Row {
         tools: String,
         created_at: i64,
     },
+    /// A webhook delivery (its claim is not copied: the target's daemons claim afresh).
+    Webhook {
+        id: String,
+        url: String,
+        ns: String,
+        kind: String,
+        run_id: Option<String>,
+        body: String,
+        created_at: i64,
+        state: String,
+        attempts: i64,
+        next_at: i64,
+        last_status: Option<i64>,
+        last_error: Option<String>,
+        last_at: Option<i64>,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -205,6 +224,7 @@ impl Row {
             Row::Approval { id, .. } => Key::Text(vec![id.clone()]),
             Row::RunInput { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Fork { ns, agent_id, .. } => Key::Text(vec![ns.clone(), agent_id.clone()]),
+            Row::Webhook { id, url, .. } => Key::Text(vec![id.clone(), url.clone()]),
         }
     }
 }

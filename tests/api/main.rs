@@ -32,3 +32,4 @@ mod tools;
 mod transfer;
 mod ui;
 mod waited;
+mod webhooks;

@@ -91,7 +91,7 @@ async fn write_with_runs_on_the_writer_and_read_with_sees_it() {
 async fn a_full_database_answers_full_and_keeps_earlier_data() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = SqliteOptions::new(dir.path().join("full.db"));
-    opts.max_page_count = Some(40);
+    opts.max_page_count = Some(44);
     let s = SqliteStore::open(&opts).unwrap();
     call(
         &s,
