@@ -108,7 +108,10 @@ impl Webhooks {
             .iter()
             .zip(keys)
             .map(|(config, key)| Endpoint {
-                console: config.console_url.clone().or_else(|| listen.map(str::to_string)),
+                console: config
+                    .console_url
+                    .clone()
+                    .or_else(|| listen.map(str::to_string)),
                 config: config.clone(),
                 key,
             })

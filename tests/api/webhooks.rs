@@ -143,6 +143,27 @@ fn hook(url: &str, backoff: &[u64]) -> callbackd::config::WebhookConfig {
     }
 }
 
+/// `GET /v1/webhooks/deliveries?state=STATE`, once it lists `n` (a delivery is settled a
+/// moment after its receiver had it).
+async fn listed(app: &TestApp, state: &str, n: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let r = app
+            .api_get(&format!("/v1/webhooks/deliveries?state={state}"))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let items = r.json()["deliveries"].as_array().unwrap().clone();
+        if items.len() >= n {
+            return items;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{n} {state} deliveries were never listed: {items:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// A daemon with a `deploy` tool that always waits for approval, sending to `hooks`.
 async fn spawn(hooks: Vec<callbackd::config::WebhookConfig>) -> Arc<TestApp> {
     spawn_in(tempfile::tempdir().unwrap(), hooks).await
@@ -255,9 +276,7 @@ async fn a_held_call_its_decision_and_the_runs_end_are_delivered_signed() {
     assert_eq!(data["run"], "r1");
 
     // GET /v1/webhooks/deliveries shows the three, delivered at the first attempt.
-    let list = app.api_get("/v1/webhooks/deliveries").await;
-    assert_eq!(list.status, 200, "{}", list.text());
-    let items = list.json()["deliveries"].as_array().unwrap().clone();
+    let items = listed(&app, "delivered", 3).await;
     let kinds: Vec<&str> = items.iter().map(|d| d["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,
@@ -310,11 +329,7 @@ async fn a_receiver_that_fails_twice_gets_the_third_attempt_with_the_same_id() {
         got.iter().all(|g| g.signature_ok),
         "every attempt is signed"
     );
-    let d = app
-        .api_get("/v1/webhooks/deliveries?state=delivered")
-        .await
-        .json()["deliveries"][0]
-        .clone();
+    let d = listed(&app, "delivered", 1).await.remove(0);
     assert_eq!(d["attempts"], 3, "{d}");
     assert_eq!(d["id"], got[0].id.as_str());
     rx.task.abort();
@@ -328,18 +343,7 @@ async fn a_redirect_is_not_followed_and_the_last_failure_gives_up() {
     finish_r1(&app).await;
     let got = rx.of("run.ended", 2).await;
     assert_eq!(got.len(), 2, "two attempts, no redirect followed");
-    let deadline = tokio::time::Instant::now() + T;
-    let d = loop {
-        let list = app
-            .api_get("/v1/webhooks/deliveries?state=failed")
-            .await
-            .json();
-        if let Some(d) = list["deliveries"].get(0) {
-            break d.clone();
-        }
-        assert!(tokio::time::Instant::now() < deadline, "never given up");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let d = listed(&app, "failed", 1).await.remove(0);
     assert_eq!(d["attempts"], 2);
     assert_eq!(d["last_status"], 302);
     assert!(d["last_error"].as_str().unwrap().contains("302"), "{d}");
@@ -378,8 +382,8 @@ async fn a_delivery_whose_receiver_was_down_arrives_after_a_restart() {
     let got = rx.of("run.ended", 1).await;
     assert!(got[0].signature_ok);
     assert_eq!(got[0].body["data"]["run"], "r1");
-    let list = app.api_get("/v1/webhooks/deliveries").await.json();
-    assert_eq!(list["deliveries"][0]["attempts"], 2, "{list}");
+    let d = listed(&app, "delivered", 1).await.remove(0);
+    assert_eq!(d["attempts"], 2, "{d}");
     rx.task.abort();
 }
 
