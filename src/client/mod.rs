@@ -9,6 +9,7 @@
 //! - [`discover`]: where the daemon and the token are found, named in errors.
 //! - [`commands`]: the three commands: where the URL and token come from, what is printed.
 //! - [`fork`]: `callbackd fork RUN_ID`, a new session from a point of a conversation.
+//! - [`webhooks`]: `callbackd webhooks`, the recent webhook deliveries.
 
 pub mod commands;
 pub mod discover;
@@ -17,6 +18,7 @@ pub mod fork;
 pub mod http;
 pub mod render;
 pub mod sse;
+pub mod webhooks;
 
 pub use follow::{follow, FollowOptions, Followed, Sink};
 pub use http::{ApiClient, ClientError};

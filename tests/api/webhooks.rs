@@ -332,6 +332,20 @@ async fn a_receiver_that_fails_twice_gets_the_third_attempt_with_the_same_id() {
     let d = listed(&app, "delivered", 1).await.remove(0);
     assert_eq!(d["attempts"], 3, "{d}");
     assert_eq!(d["id"], got[0].id.as_str());
+    // `callbackd webhooks` shows it; `--state failed` shows nothing.
+    let url = format!("http://{}", app.addr);
+    let args = ["webhooks", "--url", &url, "--token", &app.api_token];
+    let (code, out, err) = crate::client::cli(&args, &[]).await;
+    assert_eq!(code, 0, "{err}");
+    let line = out.lines().find(|l| l.contains("run.ended")).expect(&out);
+    assert!(
+        line.contains("delivered") && line.contains(" 3 ") && line.ends_with("200"),
+        "{out}"
+    );
+    let (code, out, err) =
+        crate::client::cli(&[&args[..], &["--state", "failed"]].concat(), &[]).await;
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(err.contains("no webhook deliveries"), "{err}");
     rx.task.abort();
 }
 
