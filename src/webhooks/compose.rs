@@ -132,7 +132,13 @@ fn approval(rec: &ApprovalRecord, required: bool) -> Event {
         what["decided_at"] = json!(rec.decided_at_ms.map(rfc3339_ms));
         what["reason"] = json!(rec.reason);
         if question {
-            what["answer"] = rec.approved_args.clone().unwrap_or(Value::Null);
+            // `POST /v1/runs/{run}/resume` stores the answer beside the questions.
+            what["answer"] = rec
+                .approved_args
+                .as_ref()
+                .and_then(|a| a.get("answer"))
+                .cloned()
+                .unwrap_or(Value::Null);
         } else if rec.approved_args.is_some() {
             what["approved_arguments"] = json!(rec.approved_args);
         }
@@ -188,6 +194,37 @@ mod tests {
         assert_ne!(
             event_id("default", "approval.required", "a1"),
             event_id("default", "approval.resolved", "a1")
+        );
+    }
+
+    #[test]
+    fn an_answered_question_is_told_as_one_with_its_answer() {
+        let rec = ApprovalRecord {
+            id: "appr_1".into(),
+            ns: crate::store::Namespace::default(),
+            agent_id: "a".into(),
+            run_id: Some("r".into()),
+            tool: ask_user::NAME.into(),
+            tool_call_id: None,
+            args: json!({"questions": ["Which region?"]}),
+            created_at_ms: 0,
+            expires_at_ms: 1,
+            state: "approved".into(),
+            decided_by: Some("default/api".into()),
+            decided_at_ms: Some(1),
+            reason: None,
+            owner: "o".into(),
+            lease_until_ms: 0,
+            approved_args: Some(json!({"questions": ["Which region?"], "answer": "eu"})),
+            confirm: false,
+        };
+        let e = event(&Happening::ApprovalResolved(&rec)).unwrap();
+        assert_eq!(e.kind, "question.answered");
+        assert_eq!(e.data["question"]["answer"], "eu");
+        assert!(e.data.get("approval").is_none());
+        assert_eq!(
+            event(&Happening::ApprovalRequired(&rec)).unwrap().kind,
+            "question.asked"
         );
     }
 
