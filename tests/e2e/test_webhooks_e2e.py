@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import secrets
 import socket
 import threading
 import time
@@ -21,19 +19,12 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 import harness as h
-from test_approvals_bound_e2e import BACKENDS, Stack, pending, run_events, send, store_config
+from test_approvals_bound_e2e import DEPLOY, BACKENDS, Stack, pending, run_events, send, store_config
 from test_run_api_e2e import Api
 
 SECRET = "whsec_" + base64.b64encode(b"callbackd-e2e-webhook-secret-32b").decode()
 
-DEPLOY = """
-[[tools.command]]
-name = "deploy"
-description = "Deploys to an environment"
-argv = ["sh", "-c", "cat > '{marker}'; echo '{{\\"deployed\\": true}}'"]
-input_schema = {{ type = "object", properties = {{ env = {{ type = "string" }} }} }}
-approval = "always"
-
+WEBHOOK = """
 [[webhooks]]
 url = "{url}"
 secret_env = "E2E_WEBHOOK_SECRET"
@@ -108,7 +99,8 @@ def webhook_secret(monkeypatch):
 
 def stack(env, tmp, url: str, store: str = "sqlite", backoff: str = "[200, 200, 200]") -> tuple[Stack, object]:
     marker = tmp / "deployed.json"
-    config = store_config(store, tmp) + DEPLOY.format(marker=marker, url=url, backoff=backoff)
+    config = (store_config(store, tmp) + DEPLOY.format(marker=marker, timeout=600000)
+              + WEBHOOK.format(url=url, backoff=backoff))
     s = Stack(env, tmp, store, scenario="tool", config=config,
               backend_env={"FB_TOOL_NAME": "deploy", "FB_TOOL_ARGS": json.dumps({"env": "prod"})})
     return s, marker
