@@ -103,6 +103,9 @@ pub enum Command {
     Approvals(ApprovalsArgs),
     /// Approve a held tool call: the tool runs.
     Approve(DecideArgs),
+    /// List the recent webhook deliveries, newest first, with their attempts and last answer
+    /// (a client of the run API; `[[webhooks]]`, docs/webhooks.md).
+    Webhooks(WebhooksArgs),
     /// Deny a held tool call: the model gets an error result with the reason.
     Deny(DecideArgs),
     /// Fork a finished run's session: a new session whose conversation is the one after the
@@ -264,6 +267,19 @@ pub struct ApprovalsArgs {
     /// Every approval, decided ones too (default: the pending ones).
     #[arg(long)]
     pub all: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd webhooks`
+#[derive(Debug, Args, Clone)]
+pub struct WebhooksArgs {
+    /// Only deliveries in this state: pending, delivered, failed (default: all).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// At most this many (1 to 1000).
+    #[arg(long, default_value_t = 50)]
+    pub limit: u32,
     #[command(flatten)]
     pub client: ClientArgs,
 }

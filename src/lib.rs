@@ -26,6 +26,9 @@
 //! - [`secret`], `clock`, [`connect`] (the Connect protocol), [`proto`], `server` (the
 //!   HTTP/1.1 accept loop), `ui` (the console's files), `data_dir`, [`health`],
 //!   [`shutdown`], [`error_chain`]: the plumbing nothing else is built on.
+//! - `webhooks`: signed POSTs to people's endpoints from the store's outbox (beside `rpc`:
+//!   it counts its attempts in `metrics`); `outbound`: one plain HTTP request over hyper
+//!   (the webhooks' and the OTLP exporter's client).
 //! - [`cli`], [`client`] (`follow`, `sessions`, `runs`, ...), [`supervisor`] (`callbackd
 //!   run -- <bridge>`, and how a ready daemon is announced: its ready line without secrets
 //!   and the runtime file the client commands find it by): the command line, above the
@@ -41,13 +44,13 @@
 //! app
 //! telemetry
 //! api
-//! rpc  bridge
+//! rpc  bridge  webhooks
 //! namespaces  metrics
 //! approvals  auth  tools  transfer
 //! store
 //! tokens
 //! config
-//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent
+//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent  outbound
 //! ```
 
 pub mod api;
@@ -65,6 +68,7 @@ pub mod error_chain;
 pub mod health;
 mod metrics;
 pub mod namespaces;
+mod outbound;
 mod percent;
 pub mod proto;
 pub mod rpc;
@@ -78,6 +82,7 @@ pub mod tokens;
 pub mod tools;
 pub mod transfer;
 mod ui;
+mod webhooks;
 
 pub use app::App;
 pub use config::Config;

@@ -282,6 +282,46 @@ fn a_toml_error_prints_its_block_once() {
 }
 
 #[test]
+fn check_config_refuses_a_webhook_secret_that_is_not_whsec_base64_naming_its_key() {
+    let w = World::new();
+    let hook = "[[webhooks]]\nurl = \"http://127.0.0.1:9/hook\"\n";
+    std::fs::write(
+        w.cwd.join("bad.toml"),
+        format!("{hook}secret = \"hunter2\"\n"),
+    )
+    .unwrap();
+    let err = stderr(&w.run(&["check-config", "--config", "bad.toml"]));
+    assert!(
+        err.contains("webhooks[0].secret") && err.contains("whsec_"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("hunter2"),
+        "the secret is never printed: {err}"
+    );
+    std::fs::write(w.cwd.join("s"), "whsec_c2hvcnQ=\n").unwrap();
+    std::fs::write(
+        w.cwd.join("file.toml"),
+        format!("{hook}secret_file = \"s\"\n"),
+    )
+    .unwrap();
+    let err = stderr(&w.run(&["check-config", "--config", "file.toml"]));
+    assert!(
+        err.contains("webhooks[0].secret_file") && err.contains("24 to 64"),
+        "{err}"
+    );
+    let good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    std::fs::write(
+        w.cwd.join("ok.toml"),
+        format!("{hook}secret = \"{good}\"\n"),
+    )
+    .unwrap();
+    let out = w.run(&["check-config", "--config", "ok.toml"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("webhooks 1"));
+}
+
+#[test]
 fn a_bridge_that_does_not_exist_is_reported_with_its_cause_once() {
     let w = World::new();
     let err = stderr(&w.run(&["run", "--", "./no-such-bridge"]));
@@ -361,8 +401,32 @@ fn follow_finds_the_tokens_where_the_daemon_keeps_them_and_creates_none() {
 
 // `backup`, `export` and `import` with `--namespace`: each sees one namespace's rows only.
 
+/// A webhook delivery for each approval held, the way the daemon's outbox records them.
+struct OneDelivery;
+
+impl callbackd::store::outbox::Composer for OneDelivery {
+    fn compose(
+        &self,
+        happening: &callbackd::store::outbox::Happening<'_>,
+    ) -> Vec<callbackd::store::outbox::OutboxEntry> {
+        let callbackd::store::outbox::Happening::ApprovalRequired(rec) = happening else {
+            return Vec::new();
+        };
+        vec![callbackd::store::outbox::OutboxEntry {
+            id: format!("msg_{}", rec.id),
+            url: "http://127.0.0.1:9/hook".into(),
+            ns: rec.ns.as_str().to_string(),
+            kind: "approval.required".into(),
+            run_id: rec.run_id.clone(),
+            body: serde_json::json!({"type": "approval.required", "data": {"id": rec.id}})
+                .to_string(),
+            created_at_ms: rec.created_at_ms,
+        }]
+    }
+}
+
 /// Every table with an `ns` column, in the order of the migrations.
-const NS_TABLES: [&str; 12] = [
+const NS_TABLES: [&str; 13] = [
     "agents",
     "runs",
     "run_events",
@@ -375,11 +439,12 @@ const NS_TABLES: [&str; 12] = [
     "run_inputs",
     "session_forks",
     "ag_ui_threads",
+    "webhook_outbox",
 ];
 
 /// The same ids in every namespace, and `tag` in the stored text so the rows can be told
 /// apart: per namespace an agent `same` (with a run, events, a blob, a memory note, a tool
-/// call, a snapshot note, an approval and a fork record) and a finished run `old` whose events were pruned.
+/// call, a snapshot note, an approval with its webhook delivery and a fork record) and a finished run `old` whose events were pruned.
 fn fill(db: &Path, namespaces: &[(&str, &str)]) {
     use callbackd::store::approvals::ApprovalRecord;
     use callbackd::store::records::ToolCallStart;
@@ -393,6 +458,7 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
         .unwrap();
     runtime.block_on(async {
         let store = std::sync::Arc::new(SqliteStore::open(&SqliteOptions::new(db)).unwrap());
+        store.set_outbox(std::sync::Arc::new(OneDelivery));
         for (name, tag) in namespaces {
             let ns = Namespace::new(name);
             let call = |substore: &str, method: &str, input: serde_json::Value| {
@@ -742,7 +808,7 @@ fn backup_of_one_namespace_holds_its_rows_only_and_passes_check() {
         err.contains(&format!(
             "namespace a only: {kept_rows} rows kept (agents 1, runs 2, run_events 2, \
              checkpoints 1, memory_notes 1, tool_calls 1, event_meta 1, run_expiry 1, \
-             approvals 1, run_inputs 1, session_forks 1, ag_ui_threads 1), {} rows of other namespaces left out",
+             approvals 1, run_inputs 1, session_forks 1, ag_ui_threads 1, webhook_outbox 1), {} rows of other namespaces left out",
             all_rows - kept_rows
         )),
         "{err}"

@@ -37,6 +37,7 @@ mod sessions;
 mod stream;
 mod stream_token;
 mod tool_calls;
+mod webhooks;
 
 pub use caller::{ApiTokens, Caller, Role};
 pub use problem::{Problem, ProblemCode};

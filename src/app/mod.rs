@@ -56,6 +56,8 @@ pub struct App {
     quotas: QuotaGate,
     /// The trace export (`[telemetry]`), flushed at the stop.
     traces: Option<crate::telemetry::Traces>,
+    /// `[[webhooks]]`: its delivery worker runs while the daemon serves.
+    webhooks: Option<crate::webhooks::Webhooks>,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -195,6 +197,7 @@ impl App {
             )
         });
         let sweeper = self.api.approvals().spawn_sweeper();
+        let webhooks = self.webhooks.as_ref().map(|w| w.start());
         let api = self.api.clone();
         let shutdown = async move {
             shutdown.await;
@@ -216,6 +219,10 @@ impl App {
             traces.flush(Duration::from_secs(3)).await;
         }
         sweeper.abort();
+        // An attempt cut short here is claimed again after its lease: at least once.
+        if let Some(task) = webhooks {
+            task.abort();
+        }
         if let Some(task) = retention {
             task.abort();
         }
@@ -284,7 +291,19 @@ impl AppBuilder {
         }
         let tokens = tokens::resolve(&config.auth, &config.api, db)?;
         let table = Table::build(&config, &tokens, &|k| std::env::var(k).ok())?;
+        let webhook_keys = config.webhook_keys()?;
         let store = config.store.backend().open().await?;
+        let metrics = metrics_for(&config, &tokens, store.as_ref())?;
+        // Before anything writes (the sweep below cancels approvals): from here on every
+        // write that a webhook tells records its deliveries in its own transaction.
+        let webhooks = crate::webhooks::Webhooks::attach(
+            &config.webhooks,
+            webhook_keys,
+            Some(&format!("http://{addr}")),
+            &store,
+            config.retention.max_age()?,
+            metrics.clone(),
+        );
         let records: Arc<dyn RunRecords> = store.clone().run_records();
         let approval_records = store.clone().approval_records();
         // A held call cannot outlive the daemon it waited in: approvals whose daemon is
@@ -330,7 +349,6 @@ impl AppBuilder {
         }
         let namespaces = Namespaces::new(table);
         let s = &config.server;
-        let metrics = metrics_for(&config, &tokens, store.as_ref())?;
         {
             let approvals = approvals.clone();
             metrics.count_held(move || approvals.held_per_namespace());
@@ -419,6 +437,7 @@ impl AppBuilder {
             namespaced: !config.namespaces.is_empty(),
             quotas,
             traces,
+            webhooks,
         })
     }
 }

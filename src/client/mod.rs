@@ -10,6 +10,7 @@
 //! - [`commands`]: the three commands: where the URL and token come from, what is printed.
 //! - [`fork`]: `callbackd fork RUN_ID`, a new session from a point of a conversation.
 //! - [`table`]: columns that stay in line whatever the length of an id.
+//! - [`webhooks`]: `callbackd webhooks`, the recent webhook deliveries.
 
 pub mod commands;
 pub mod discover;
@@ -19,6 +20,7 @@ pub mod http;
 pub mod render;
 pub mod sse;
 mod table;
+pub mod webhooks;
 
 pub use follow::{follow, FollowOptions, Followed, Sink};
 pub use http::{ApiClient, ClientError};

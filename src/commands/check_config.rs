@@ -23,6 +23,8 @@ pub fn run(args: &ConfigArgs) -> anyhow::Result<()> {
         }
         Err(e) => return Err(e.into()),
     };
+    // The webhooks' secrets, from their values, files or environment variables.
+    let webhooks = config.webhook_keys()?.len();
     // Tool names, schemas and command blocks are checked when the registry is built.
     let tools = App::builder(config.clone()).tool_declarations()?;
     // The namespaces' tokens, names, quotas and allowlists, checked as at startup.
@@ -41,7 +43,7 @@ pub fn run(args: &ConfigArgs) -> anyhow::Result<()> {
     }
     println!(
         "config ok: listen {}, {}, sync {}, max body {} bytes, tools {}, namespaces {}, \
-         tokens {tokens}",
+         webhooks {webhooks}, tokens {tokens}",
         as_toml(&config.server.listen),
         config.store.backend().describe(),
         as_toml(&config.store.sync),

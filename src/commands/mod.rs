@@ -69,6 +69,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(args) => callbackd::client::commands::sessions_command(&args),
         Command::Runs(args) => callbackd::client::commands::runs_command(&args),
         Command::Approvals(args) => callbackd::client::commands::approvals_command(&args),
+        Command::Webhooks(args) => callbackd::client::webhooks::webhooks_command(&args),
         Command::Approve(args) => callbackd::client::commands::decide_command(&args, true),
         Command::Deny(args) => callbackd::client::commands::decide_command(&args, false),
         Command::Fork(args) => callbackd::client::fork::fork_command(&args),

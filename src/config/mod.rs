@@ -26,6 +26,7 @@ mod store;
 mod telemetry;
 mod token;
 mod tools;
+mod webhooks;
 
 use std::path::Path;
 
@@ -46,6 +47,7 @@ pub use store::{is_postgres_url, BackendKind, StoreConfig, SyncMode};
 pub use telemetry::{TelemetryConfig, TraceExport};
 pub use token::{check_token, TokenSource};
 pub use tools::{ApprovalSetting, CommandToolConfig, ToolLimitsConfig, ToolsConfig};
+pub use webhooks::{check_secret, WebhookConfig, DEFAULT_BACKOFF_MS, WEBHOOK_EVENTS};
 
 /// `config/callbackd.example.toml`: [`reference()`] as committed (a test compares them).
 pub const EXAMPLE: &str = include_str!("../../config/callbackd.example.toml");
@@ -70,6 +72,9 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[[namespaces]]`: more bridges on this daemon (docs/namespaces.md).
     pub namespaces: Vec<NamespaceConfig>,
+    /// `[[webhooks]]`: signed POSTs when an approval or a question waits for a person, is
+    /// decided, or a run ends (docs/webhooks.md).
+    pub webhooks: Vec<WebhookConfig>,
 }
 
 impl Config {
@@ -129,7 +134,21 @@ impl Config {
                 check_token(key, t)?;
             }
         }
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            hook.validate(i)?;
+        }
         self.tools.validate()
+    }
+
+    /// The webhooks' signing keys, in entry order, read from their values, files or
+    /// environment variables and checked (at start and by `check-config`).
+    pub fn webhook_keys(&self) -> Result<Vec<Vec<u8>>, ConfigError> {
+        let getenv = |k: &str| std::env::var(k).ok();
+        self.webhooks
+            .iter()
+            .enumerate()
+            .map(|(i, hook)| hook.signing_key(i, &getenv))
+            .collect()
     }
 }
 

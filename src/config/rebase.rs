@@ -33,6 +33,9 @@ impl Config {
         for ns in &mut self.namespaces {
             ns.rebase(&fix);
         }
+        for hook in &mut self.webhooks {
+            hook.rebase(&fix);
+        }
         for tool in &mut self.tools.command {
             if let Some(p) = tool.cwd.as_mut() {
                 fix(p);

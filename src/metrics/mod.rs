@@ -121,6 +121,8 @@ struct Inner {
     retention_removed: Counter,
     spans_exported: Counter,
     spans_dropped: Counter,
+    webhook_deliveries: Family<Vec<(&'static str, &'static str)>, Counter>,
+    webhooks_pending: Gauge,
     runs: runs::RunMetrics,
     held: held::HeldSource,
     /// The bearer token `/metrics` requires; `None`: open (see `metrics::token`).
@@ -218,6 +220,19 @@ impl Metrics {
             "OpenTelemetry spans of runs dropped: export queue full, collector unreachable or refusing",
             spans_dropped.clone(),
         );
+        let webhook_deliveries = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+        registry.register(
+            "webhook_deliveries",
+            "Webhook attempts by outcome: delivered, retry (failed, tried again later), failed \
+             (the last attempt failed: given up)",
+            webhook_deliveries.clone(),
+        );
+        let webhooks_pending = Gauge::default();
+        registry.register(
+            "webhooks_pending",
+            "Webhook deliveries waiting for an attempt (every namespace; 0 without [[webhooks]])",
+            webhooks_pending.clone(),
+        );
         let runs = runs::RunMetrics::register(&mut registry);
         if let Some(sizes) = sizes {
             registry.register_collector(Box::new(SizesCollector(sizes)));
@@ -238,6 +253,8 @@ impl Metrics {
                 retention_removed,
                 spans_exported,
                 spans_dropped,
+                webhook_deliveries,
+                webhooks_pending,
                 runs,
                 held,
                 token,
@@ -272,6 +289,19 @@ impl Metrics {
                 quota,
             })
             .inc();
+    }
+
+    /// A webhook attempt ended: `delivered`, `retry` or `failed` (given up).
+    pub fn webhook_attempt(&self, outcome: &'static str) {
+        self.inner
+            .webhook_deliveries
+            .get_or_create(&vec![("outcome", outcome)])
+            .inc();
+    }
+
+    /// The webhook deliveries waiting for an attempt, as last read from the outbox.
+    pub fn webhooks_pending(&self, n: i64) {
+        self.inner.webhooks_pending.set(n);
     }
 
     /// Reports `read()` (the calls held for a person, per namespace) as

@@ -21,6 +21,7 @@ pub mod find;
 pub mod forks;
 pub mod json;
 mod notices;
+pub mod outbox;
 pub mod page;
 pub mod postgres;
 pub mod records;
@@ -168,6 +169,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Which session each AG-UI thread is, kept by the same backend.
     fn thread_records(self: Arc<Self>) -> Arc<dyn threads::ThreadRecords>;
+    /// The webhooks' outbox, kept by the same backend.
+    fn outbox_records(self: Arc<Self>) -> Arc<dyn outbox::OutboxRecords>;
+
+    /// From now on every write that did something a webhook tells (an approval held or
+    /// resolved, a run's end) records `composer`'s deliveries in its own transaction.
+    fn set_outbox(&self, composer: Arc<dyn outbox::Composer>);
 }
 
 /// The [`Store`] methods that hand out the backend as each of its record stores: every
@@ -201,6 +208,15 @@ macro_rules! record_stores {
             self: std::sync::Arc<Self>,
         ) -> std::sync::Arc<dyn $crate::store::threads::ThreadRecords> {
             self
+        }
+        fn outbox_records(
+            self: std::sync::Arc<Self>,
+        ) -> std::sync::Arc<dyn $crate::store::outbox::OutboxRecords> {
+            self
+        }
+
+        fn set_outbox(&self, composer: std::sync::Arc<dyn $crate::store::outbox::Composer>) {
+            self.notices().set_outbox(composer);
         }
     };
 }

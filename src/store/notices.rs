@@ -13,10 +13,11 @@
 //! a lookup in an empty map when nobody follows the run. A listener cannot lag, so it never
 //! sees the broadcast's `Lagged`; it still gets [`StoreNotice::Resync`].
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use tokio::sync::broadcast;
 
+use super::outbox::Composer;
 use super::StoreNotice;
 
 /// Called with every notice, on the announcing thread; must not block.
@@ -26,6 +27,9 @@ pub type Listener = Arc<dyn Fn(&StoreNotice) + Send + Sync>;
 pub struct Notices {
     listeners: RwLock<Vec<Listener>>,
     broadcast: broadcast::Sender<StoreNotice>,
+    /// What a write records for the webhooks, inside its own transaction (the other way a
+    /// backend tells what it did, durable where a notice is not); set once by the daemon.
+    outbox: OnceLock<Arc<dyn Composer>>,
 }
 
 impl Notices {
@@ -34,7 +38,23 @@ impl Notices {
         Notices {
             listeners: RwLock::default(),
             broadcast: broadcast::channel(capacity).0,
+            outbox: OnceLock::new(),
         }
+    }
+
+    /// Sets the outbox's composer (the first one set stays).
+    pub fn set_outbox(&self, composer: Arc<dyn Composer>) {
+        let _ = self.outbox.set(composer);
+    }
+
+    /// The outbox's composer, if the daemon set one.
+    pub fn outbox(&self) -> Option<&dyn Composer> {
+        self.outbox.get().map(|c| &**c)
+    }
+
+    /// [`Notices::outbox`], owned, for a write run on another thread or task.
+    pub fn outbox_arc(&self) -> Option<Arc<dyn Composer>> {
+        self.outbox.get().cloned()
     }
 
     /// Tells every listener, then every subscriber (none is fine: nobody is following).

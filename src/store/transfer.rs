@@ -24,6 +24,7 @@ pub enum Table {
     RunInputs,
     SessionForks,
     AgUiThreads,
+    WebhookOutbox,
 }
 
 impl Table {
@@ -40,6 +41,7 @@ impl Table {
         Table::RunInputs,
         Table::SessionForks,
         Table::AgUiThreads,
+        Table::WebhookOutbox,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +58,7 @@ impl Table {
             Table::RunInputs => "run_inputs",
             Table::SessionForks => "session_forks",
             Table::AgUiThreads => "ag_ui_threads",
+            Table::WebhookOutbox => "webhook_outbox",
         }
     }
 }
@@ -172,6 +175,22 @@ pub enum Row {
         agent_id: String,
         created_at: i64,
     },
+    /// A webhook delivery (its claim is not copied: the target's daemons claim afresh).
+    Webhook {
+        id: String,
+        url: String,
+        ns: String,
+        kind: String,
+        run_id: Option<String>,
+        body: String,
+        created_at: i64,
+        state: String,
+        attempts: i64,
+        next_at: i64,
+        last_status: Option<i64>,
+        last_error: Option<String>,
+        last_at: Option<i64>,
+    },
 }
 
 /// Where a batch continues: the primary key of the last row read.
@@ -216,6 +235,7 @@ impl Row {
             Row::RunInput { ns, run_id, .. } => Key::Text(vec![ns.clone(), run_id.clone()]),
             Row::Fork { ns, agent_id, .. } => Key::Text(vec![ns.clone(), agent_id.clone()]),
             Row::Thread { ns, thread_id, .. } => Key::Text(vec![ns.clone(), thread_id.clone()]),
+            Row::Webhook { id, url, .. } => Key::Text(vec![id.clone(), url.clone()]),
         }
     }
 }

@@ -49,6 +49,7 @@ static ASSETS: &[Asset] = &[
     asset!("sessions.js", JS),
     asset!("find.js", JS),
     asset!("usage.js", JS),
+    asset!("webhooks.js", JS),
     asset!("see.css", "text/css; charset=utf-8"),
     asset!("favicon.svg", "image/svg+xml"),
 ];

@@ -33,3 +33,4 @@ mod tools;
 mod transfer;
 mod ui;
 mod waited;
+mod webhooks;

@@ -43,7 +43,7 @@ STAMP="$VENV/.callbackd-e2e-installed"
 # schemathesis: tests the run API against its own OpenAPI document (test_openapi_e2e.py),
 # pinned for the same reason.
 # mypy: the type check of clients/python, pinned for the same reason.
-WANT="cursor-sdk==$SDK_VERSION pytest pytest-xdist==3.8.0 jsonschema==4.26.0 schemathesis==4.32.5 mypy==2.4.1"
+WANT="cursor-sdk==$SDK_VERSION pytest pytest-xdist==3.8.0 jsonschema==4.26.0 schemathesis==4.32.5 mypy==2.4.1 standardwebhooks==1.3.0"
 
 site_packages() {  # the venv's site-packages, without starting python
   local d

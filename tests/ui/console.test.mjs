@@ -323,3 +323,16 @@ test("the usage chart's scale: a round top, compact labels", async () => {
   assert.equal(compact(1500000), "1.5M");
   assert.equal(compact(25), "25");
 });
+
+test("the webhooks line counts the recent deliveries and names the last failure", async () => {
+  const { webhooksSummary } = await import(new URL("webhooks.js", ASSETS));
+  assert.equal(webhooksSummary([]), null);
+  const line = webhooksSummary([
+    { type: "run.ended", state: "pending", url: "http://h/hook", attempts: 2, last_error: "the receiver answered 500",
+      next_attempt_at: "2026-12-06T07:05:00.000Z" },
+    { type: "approval.required", state: "delivered", url: "http://h/hook", attempts: 1, last_error: null },
+    { type: "approval.resolved", state: "failed", url: "http://h/hook", attempts: 8, last_error: "timeout" },
+  ]);
+  assert.equal(line, "Webhooks (last 3): 1 delivered, 1 pending, 1 failed; last failure: run.ended to http://h/hook: " +
+    "the receiver answered 500 (2 attempts, next 2026-12-06T07:05:00.000Z)");
+});

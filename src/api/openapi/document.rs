@@ -92,6 +92,10 @@ pub fn document() -> Value {
                     .then(|| json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}})),
             )
             .chain(filters(r))
+            .chain((r.path == "/v1/webhooks/deliveries").then(|| {
+                json!({"name": "state", "in": "query", "schema": {"enum":
+                    ["pending", "delivered", "failed", "all"]}})
+            }))
             .chain((r.method == "get" && r.path.ends_with("approvals")).then(|| {
                 json!({"name": "state", "in": "query", "schema": {"enum":
                     ["pending", "approved", "denied", "expired", "cancelled", "all"]}})

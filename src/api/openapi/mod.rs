@@ -14,7 +14,8 @@ use super::sessions::{Created, NewSession, RunPage, SessionPage};
 mod document;
 
 use super::{
-    ag_ui, approvals, fork, forks, json_response, messages, questions, runs, sessions, ApiState,
+    ag_ui, approvals, fork, forks, json_response, messages, questions, runs, sessions, webhooks,
+    ApiState,
 };
 pub use document::document;
 
@@ -328,6 +329,18 @@ pub const ROUTES: &[Route] = &[
         needs_bridge: true,
         write: true,
         handler: || post(fork::retry),
+    },
+    Route {
+        method: "get",
+        path: "/v1/webhooks/deliveries",
+        operation_id: "listWebhookDeliveries",
+        summary: "The namespace's recent webhook deliveries, newest first, with their attempts \
+                  and last answer (`?state=pending|delivered|failed|all`, `?limit=`)",
+        request: None,
+        answer: Answer::Json(200, schema::<webhooks::DeliveryList>),
+        needs_bridge: false,
+        write: false,
+        handler: || get(webhooks::list),
     },
 ];
 

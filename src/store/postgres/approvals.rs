@@ -14,10 +14,11 @@ impl PgStore {
     fn approval_change(&self, c: ApprovalChange) -> BoxFuture<'_, Result<bool, StoreError>> {
         let payload =
             listen::approval_payload(&self.inner.instance, &self.inner.schema, &c.ns, &c.id);
+        let outbox = self.notices().outbox_arc();
         self.sql_write(move |x| {
-            let (c, payload) = (c.clone(), payload.clone());
+            let (c, payload, outbox) = (c.clone(), payload.clone(), outbox.clone());
             Box::pin(async move {
-                let changed = sql::approvals::change(x, &c).await?;
+                let changed = sql::approvals::change(x, &c, outbox.as_deref()).await?;
                 if changed {
                     let notify = "SELECT pg_notify($1, $2)";
                     let params = [Value::Text(listen::CHANNEL), Value::Text(&payload)];

@@ -308,6 +308,11 @@ impl PgStore {
         })
     }
 
+    /// The backend's announcer (and the outbox's composer it keeps).
+    pub(crate) fn notices(&self) -> &Notices {
+        &self.inner.events
+    }
+
     /// Runs a shared SQL operation ([`sql`]) in a transaction of its own, retried on
     /// conflicts.
     pub(crate) fn sql_write<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
@@ -395,7 +400,7 @@ impl Inner {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let db = Db::tx(&tx, self.prepared);
-        let (output, notice) = sql::call::write(&db, ns, call).await?;
+        let (output, notice) = sql::call::write(&db, ns, call, self.events.outbox()).await?;
         if let Some(notice) = &notice {
             // Once per appending transaction, ids only; delivered at commit.
             let payload = listen::payload(&self.instance, &self.schema, notice);

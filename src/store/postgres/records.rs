@@ -24,6 +24,7 @@ pub fn gone_owner() -> String {
 sql::records::impl_run_records!(PgStore);
 sql::forks::impl_fork_records!(PgStore);
 sql::threads::impl_thread_records!(PgStore);
+sql::outbox::impl_outbox_records!(PgStore);
 
 impl PgStore {
     /// This daemon (its instance id), so that another one starting interrupts the call

@@ -5,6 +5,7 @@
 
 use super::{sql, Exec, Row, Value};
 use crate::store::approvals::{ApprovalChange, ApprovalRecord};
+use crate::store::outbox::{Composer, Happening};
 use crate::store::{Namespace, StoreError};
 
 /// Every column, in the order [`record`] reads them.
@@ -38,7 +39,13 @@ fn record(r: &dyn Row) -> Result<ApprovalRecord, StoreError> {
     })
 }
 
-pub async fn insert<X: Exec>(x: &X, rec: &ApprovalRecord) -> Result<(), X::Error> {
+/// Inserts a held call's approval, and the webhooks saying it waits (`outbox`), in one
+/// transaction.
+pub async fn insert<X: Exec>(
+    x: &X,
+    rec: &ApprovalRecord,
+    outbox: Option<&dyn Composer>,
+) -> Result<(), X::Error> {
     let sql = sql!(concat!(
         "INSERT INTO approvals (",
         columns!(),
@@ -66,14 +73,19 @@ pub async fn insert<X: Exec>(x: &X, rec: &ApprovalRecord) -> Result<(), X::Error
         Value::Bool(rec.confirm),
     ];
     x.execute(sql.get(X::DIALECT), &params).await?;
-    Ok(())
+    super::outbox::record(x, outbox, &Happening::ApprovalRequired(rec)).await
 }
 
-/// Applies `c` if the approval is in one of its `from` states; whether it did.
-pub async fn change<X: Exec>(x: &X, c: &ApprovalChange) -> Result<bool, X::Error> {
+/// Applies `c` if the approval is in one of its `from` states; whether it did. A change out
+/// of `pending` records the webhooks saying how it was resolved, in the same transaction.
+pub async fn change<X: Exec>(
+    x: &X,
+    c: &ApprovalChange,
+    outbox: Option<&dyn Composer>,
+) -> Result<bool, X::Error> {
     let sql = format!(
         "UPDATE approvals SET state = {}, decided_by = {}, reason = {}, decided_at = {}, \
-         approved_args = {} WHERE ns = {} AND id = {} AND {}",
+         approved_args = {} WHERE ns = {} AND id = {} AND {} RETURNING {}",
         X::DIALECT.param(1),
         X::DIALECT.param(2),
         X::DIALECT.param(3),
@@ -81,7 +93,8 @@ pub async fn change<X: Exec>(x: &X, c: &ApprovalChange) -> Result<bool, X::Error
         X::DIALECT.param(5),
         X::DIALECT.param(6),
         X::DIALECT.param(7),
-        X::DIALECT.in_list("state", 8)
+        X::DIALECT.in_list("state", 8),
+        columns!()
     );
     let approved = c.approved_args.as_ref().map(|a| a.to_string());
     let from: Vec<String> = c.from.iter().map(|s| s.to_string()).collect();
@@ -95,7 +108,13 @@ pub async fn change<X: Exec>(x: &X, c: &ApprovalChange) -> Result<bool, X::Error
         Value::Text(&c.id),
         Value::TextList(&from),
     ];
-    Ok(x.execute(&sql, &params).await? == 1)
+    let Some(rec) = x.first(&sql, &params, record).await? else {
+        return Ok(false);
+    };
+    if c.from.contains(&"pending") {
+        super::outbox::record(x, outbox, &Happening::ApprovalResolved(&rec)).await?;
+    }
+    Ok(true)
 }
 
 /// Renews the lease of `owner`'s pending approvals; how many.
@@ -152,18 +171,24 @@ pub async fn cancel_abandoned<X: Exec>(
     x: &X,
     reason: &str,
     now_ms: i64,
+    outbox: Option<&dyn Composer>,
 ) -> Result<Vec<ApprovalRecord>, X::Error> {
     let sql = sql!(concat!(
         "UPDATE approvals SET state = 'cancelled', decided_by = 'callbackd', reason = ?1, \
          decided_at = ?2 WHERE state = 'pending' AND lease_until < ?2 RETURNING ",
         columns!()
     ));
-    x.all(
-        sql.get(X::DIALECT),
-        &[Value::Text(reason), Value::Int(now_ms)],
-        record,
-    )
-    .await
+    let cancelled = x
+        .all(
+            sql.get(X::DIALECT),
+            &[Value::Text(reason), Value::Int(now_ms)],
+            record,
+        )
+        .await?;
+    for rec in &cancelled {
+        super::outbox::record(x, outbox, &Happening::ApprovalResolved(rec)).await?;
+    }
+    Ok(cancelled)
 }
 
 /// `impl ApprovalRecords for $store`, for a store with `sql_read` and `sql_write` and its own
@@ -175,9 +200,12 @@ macro_rules! impl_approval_records {
                 &self,
                 rec: $crate::store::approvals::ApprovalRecord,
             ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
+                let outbox = self.notices().outbox_arc();
                 self.sql_write(move |x| {
-                    let rec = rec.clone();
-                    Box::pin(async move { $crate::store::sql::approvals::insert(x, &rec).await })
+                    let (rec, outbox) = (rec.clone(), outbox.clone());
+                    Box::pin(async move {
+                        $crate::store::sql::approvals::insert(x, &rec, outbox.as_deref()).await
+                    })
                 })
             }
 
@@ -243,10 +271,17 @@ macro_rules! impl_approval_records {
                 Result<Vec<$crate::store::approvals::ApprovalRecord>, $crate::store::StoreError>,
             > {
                 let [reason] = $crate::store::sql::owned([reason]);
+                let outbox = self.notices().outbox_arc();
                 self.sql_write(move |x| {
-                    let reason = reason.clone();
+                    let (reason, outbox) = (reason.clone(), outbox.clone());
                     Box::pin(async move {
-                        $crate::store::sql::approvals::cancel_abandoned(x, &reason, now_ms).await
+                        $crate::store::sql::approvals::cancel_abandoned(
+                            x,
+                            &reason,
+                            now_ms,
+                            outbox.as_deref(),
+                        )
+                        .await
                     })
                 })
             }

@@ -1,6 +1,7 @@
 //! The dispatch of a [`StoreCall`] to the SQL that answers it.
 
 use super::{agents, cascade, checkpoints, run_events, runs, Exec};
+use crate::store::outbox::{Composer, Happening};
 use crate::store::{EventAppended, Namespace, StoreCall, StoreError, StoreOutput};
 
 /// Read-only calls.
@@ -25,10 +26,14 @@ pub async fn read<X: Exec>(x: &X, ns: &str, call: &StoreCall) -> Result<StoreOut
 
 /// Writing calls, run inside a transaction; an append also gives the notice for live
 /// followers, sent once the transaction committed.
+///
+/// `outbox` records, in the same transaction, the webhooks of what the write did (a run's
+/// end is a `runs.update`: the composer reads its status).
 pub async fn write<X: Exec>(
     x: &X,
     ns: &Namespace,
     call: &StoreCall,
+    outbox: Option<&dyn Composer>,
 ) -> Result<(StoreOutput, Option<EventAppended>), X::Error> {
     let n = ns.as_str();
     let output = match call {
@@ -37,7 +42,17 @@ pub async fn write<X: Exec>(
         StoreCall::AgentsUpdate(doc) => agents::update(x, n, doc).await,
         StoreCall::AgentsDelete(f) => agents::delete(x, n, f).await,
         StoreCall::RunsCreate(doc) => runs::create(x, n, doc).await,
-        StoreCall::RunsUpdate(doc) => runs::update(x, n, doc).await,
+        StoreCall::RunsUpdate(doc) => {
+            let out = runs::update(x, n, doc).await?;
+            let happening = Happening::RunUpdated {
+                ns,
+                agent_id: &doc.agent_id,
+                run_id: &doc.run_id,
+                doc: doc.json.as_str(),
+            };
+            super::outbox::record(x, outbox, &happening).await?;
+            Ok(out)
+        }
         StoreCall::RunsDelete(f) => runs::delete(x, n, f).await,
         StoreCall::EventsDelete { run_ids } => {
             cascade::delete_events(x, n, run_ids.as_deref()).await

@@ -55,6 +55,16 @@ impl Dialect {
         }
     }
 
+    /// Appended to a `SELECT` of rows a daemon is about to claim: on PostgreSQL rows another
+    /// daemon is claiming are skipped rather than waited for (each takes its own); SQLite's
+    /// one writer needs no lock.
+    pub fn skip_locked(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        }
+    }
+
     /// Field `field` of the JSON document in text column `doc`, as text (NULL when absent).
     pub fn doc_text(self, doc: &str, field: &str) -> String {
         match self {

@@ -16,6 +16,7 @@ macro_rules! migrations {
             "0007_approval_confirm",
             "0008_see",
             "0009_ag_ui_threads",
+            "0010_webhooks",
         )
     };
     (@files $dir:literal: $($name:literal),* $(,)?) => {

@@ -26,6 +26,7 @@ pub mod find;
 pub mod forks;
 pub mod memory;
 mod migrations;
+pub mod outbox;
 mod page;
 pub mod prune;
 pub mod records;

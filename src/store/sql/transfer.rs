@@ -42,6 +42,11 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
             "ns, agent_id",
         ),
         Table::AgUiThreads => ("ns, thread_id, agent_id, created_at", "ns, thread_id"),
+        Table::WebhookOutbox => (
+            "id, url, ns, type, run_id, body, created_at, state, attempts, next_at, last_status, \
+             last_error, last_at",
+            "id, url",
+        ),
     }
 }
 
@@ -205,6 +210,21 @@ fn row(table: Table, r: &dyn super::Row) -> Result<Result<Row, TransferError>, S
             agent_id: s(2)?,
             created_at: r.int(3)?,
         },
+        Table::WebhookOutbox => Row::Webhook {
+            id: s(0)?,
+            url: s(1)?,
+            ns: s(2)?,
+            kind: s(3)?,
+            run_id: r.opt_text(4)?.map(str::to_string),
+            body: s(5)?,
+            created_at: r.int(6)?,
+            state: s(7)?,
+            attempts: r.int(8)?,
+            next_at: r.int(9)?,
+            last_status: r.opt_int(10)?,
+            last_error: r.opt_text(11)?.map(str::to_string),
+            last_at: r.opt_int(12)?,
+        },
     }))
 }
 
@@ -261,6 +281,10 @@ pub async fn write<X: Exec>(x: &X, rows: &[Row]) -> Result<(), X::Error> {
             Row::Thread { ns, thread_id, agent_id, created_at } => (
                 sql!("INSERT INTO ag_ui_threads (ns, thread_id, agent_id, created_at) VALUES (?1, ?2, ?3, ?4)"),
                 vec![Text(ns), Text(thread_id), Text(agent_id), Int(*created_at)],
+            ),
+            Row::Webhook { id, url, ns, kind, run_id, body, created_at, state, attempts, next_at, last_status, last_error, last_at } => (
+                sql!("INSERT INTO webhook_outbox (id, url, ns, type, run_id, body, created_at, state, attempts, next_at, last_status, last_error, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+                vec![Text(id), Text(url), Text(ns), Text(kind), OptText(run_id.as_deref()), Text(body), Int(*created_at), Text(state), Int(*attempts), Int(*next_at), OptInt(*last_status), OptText(last_error.as_deref()), OptInt(*last_at)],
             ),
         };
         x.execute(sql.get(X::DIALECT), &params).await?;

@@ -10,9 +10,10 @@ sql::approvals::impl_approval_records!(SqliteStore);
 
 impl SqliteStore {
     fn approval_change(&self, c: ApprovalChange) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let outbox = self.notices().outbox_arc();
         self.sql_write(move |x| {
-            let c = c.clone();
-            Box::pin(async move { sql::approvals::change(x, &c).await })
+            let (c, outbox) = (c.clone(), outbox.clone());
+            Box::pin(async move { sql::approvals::change(x, &c, outbox.as_deref()).await })
         })
     }
 }

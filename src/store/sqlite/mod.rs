@@ -270,6 +270,11 @@ impl SqliteStore {
             .map_err(|e| StoreError::Internal(format!("read task failed: {e}")))?
     }
 
+    /// The backend's announcer (and the outbox's composer it keeps).
+    pub(crate) fn notices(&self) -> &Notices {
+        &self.events
+    }
+
     /// Runs a shared SQL operation ([`sql`]) inside a write transaction on the writer
     /// thread.
     pub(crate) fn sql_write<T, F>(&self, f: F) -> BoxFuture<'_, Result<T, StoreError>>
@@ -368,7 +373,12 @@ impl Job for CallJob {
             .call
             .take()
             .ok_or_else(|| StoreError::Internal("job ran twice".into()))?;
-        let (output, notice) = sql::ready(sql::call::write(&Conn(conn), &self.ns, &call))?;
+        let (output, notice) = sql::ready(sql::call::write(
+            &Conn(conn),
+            &self.ns,
+            &call,
+            self.events.outbox(),
+        ))?;
         self.output = Some(output);
         self.notice = notice;
         Ok(())

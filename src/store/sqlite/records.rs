@@ -14,6 +14,7 @@ const VACUUM_PAGES_PER_BATCH: u32 = 4096;
 sql::records::impl_run_records!(SqliteStore);
 sql::forks::impl_fork_records!(SqliteStore);
 sql::threads::impl_thread_records!(SqliteStore);
+sql::outbox::impl_outbox_records!(SqliteStore);
 
 impl SqliteStore {
     /// None: SQLite's `tool_calls` has no owner column.

@@ -3,6 +3,7 @@
 // GET /v1/usage?group_by=day.
 
 import { h, fill } from "./dom.js";
+import { webhooksLine } from "./webhooks.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const svg = (tag, attrs = {}, ...children) => {
@@ -78,7 +79,8 @@ export function usagePage(main, api, setTeardown) {
   let alive = true;
   setTeardown(() => { alive = false; });
   const out = h("div", { id: "usage" }, h("p.muted", { role: "status" }, "Loading…"));
-  fill(main, h("h1", {}, "Usage"), h("p.muted", {}, "Tokens of the runs created in the last 30 days, per UTC day."), out);
+  fill(main, h("h1", {}, "Usage"), h("p.muted", {}, "Tokens of the runs created in the last 30 days, per UTC day."), out,
+    webhooksLine(api, () => alive));
   (async () => {
     try {
       const u = await api.get("/v1/usage?group_by=day");
