@@ -441,3 +441,87 @@ async fn filters_choose_what_each_endpoint_is_sent() {
     all.task.abort();
     runs.task.abort();
 }
+
+/// A delivery per run that ends, for a URL no daemon here sends to (no worker claims them).
+struct EveryRunEnd;
+
+impl callbackd::store::outbox::Composer for EveryRunEnd {
+    fn compose(
+        &self,
+        happening: &callbackd::store::outbox::Happening<'_>,
+    ) -> Vec<callbackd::store::outbox::OutboxEntry> {
+        let callbackd::store::outbox::Happening::RunUpdated {
+            ns, run_id, doc, ..
+        } = happening
+        else {
+            return Vec::new();
+        };
+        if !doc.contains("finished") {
+            return Vec::new();
+        }
+        vec![callbackd::store::outbox::OutboxEntry {
+            id: format!("msg_{run_id}"),
+            url: "http://127.0.0.1:9/claims".into(),
+            ns: ns.as_str().to_string(),
+            kind: "run.ended".into(),
+            run_id: Some(run_id.to_string()),
+            body: "{}".into(),
+            created_at_ms: 1,
+        }]
+    }
+}
+
+#[tokio::test]
+async fn two_claimers_at_once_never_take_the_same_delivery() {
+    use callbackd::store::outbox::Claim;
+    let app = TestApp::spawn().await;
+    app.store.set_outbox(Arc::new(EveryRunEnd));
+    app.store_ok(
+        "agents",
+        "create",
+        json!({"agent": crate::helpers::agent("a1", "/ws", 1)}),
+    )
+    .await;
+    for i in 0..20 {
+        let mut r = run("a1", &format!("r{i}"), i + 1);
+        app.store_ok("runs", "create", json!({"run": r.clone()}))
+            .await;
+        r["status"] = json!("finished");
+        app.store_ok("runs", "update", json!({"run": r})).await;
+    }
+    let records = app.store.clone().outbox_records();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let claim = |owner: &str| Claim {
+        owner: owner.into(),
+        now_ms: now,
+        until_ms: now + 60_000,
+        urls: vec!["http://127.0.0.1:9/claims".into()],
+        limit: 7,
+    };
+    // Two daemons claiming in rounds, at the same moment each round (on PostgreSQL, two
+    // connections: SKIP LOCKED and the lease keep them apart).
+    let mut seen = std::collections::HashMap::<String, String>::new();
+    for _ in 0..4 {
+        let (a, b) = tokio::join!(
+            records.claim_deliveries(claim("a")),
+            records.claim_deliveries(claim("b"))
+        );
+        for (owner, got) in [("a", a.unwrap()), ("b", b.unwrap())] {
+            for d in got {
+                if let Some(first) = seen.insert(d.entry.id.clone(), owner.to_string()) {
+                    panic!("{} claimed by {first} and again by {owner}", d.entry.id);
+                }
+            }
+        }
+    }
+    assert_eq!(seen.len(), 20, "every due delivery was claimed, once");
+    // A claim that ran out (its daemon died) makes the rows due again.
+    let mut later = claim("c");
+    later.now_ms = now + 61_000;
+    later.until_ms = now + 120_000;
+    later.limit = 100;
+    assert_eq!(records.claim_deliveries(later).await.unwrap().len(), 20);
+}
