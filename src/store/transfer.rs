@@ -28,7 +28,7 @@ pub enum Table {
 }
 
 impl Table {
-    pub const ALL: [Table; 12] = [
+    pub const ALL: [Table; 13] = [
         Table::Agents,
         Table::Runs,
         Table::RunEvents,
