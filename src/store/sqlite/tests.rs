@@ -92,7 +92,7 @@ async fn a_full_database_answers_full_and_keeps_earlier_data() {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = SqliteOptions::new(dir.path().join("full.db"));
     // The schema itself takes most of these pages (each table and index one or two).
-    opts.max_page_count = Some(44);
+    opts.max_page_count = Some(48);
     let s = SqliteStore::open(&opts).unwrap();
     call(
         &s,
