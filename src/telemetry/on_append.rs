@@ -171,7 +171,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn doc(seq: u64, message: serde_json::Value) -> String {
+    fn doc(seq: u64, message: &serde_json::Value) -> String {
         let payload = json!({"type": "sdk_message", "message": message});
         format!(
             r#"{{"runId":"r","seq":{seq},"offset":"{seq}","eventType":"run_stream_event","payload":{payload},"payloadRef":null,"idempotencyKey":null,"createdAt":{}}}"#,
@@ -181,21 +181,21 @@ mod tests {
 
     fn turn() -> Vec<String> {
         vec![
-            doc(1, json!({"type": "request"})),
-            doc(2, json!({"type": "thinking", "text": "hmm"})),
+            doc(1, &json!({"type": "request"})),
+            doc(2, &json!({"type": "thinking", "text": "hmm"})),
             doc(
                 3,
-                json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "first"}]}}),
+                &json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "first"}]}}),
             ),
             doc(
                 4,
-                json!({"type": "tool_call", "call_id": "c", "name": "echo", "status": "running"}),
+                &json!({"type": "tool_call", "call_id": "c", "name": "echo", "status": "running"}),
             ),
             doc(
                 5,
-                json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "last"}]}}),
+                &json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "last"}]}}),
             ),
-            doc(6, json!({"type": "status", "status": "FINISHED"})),
+            doc(6, &json!({"type": "status", "status": "FINISHED"})),
         ]
     }
 
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn the_header_is_read_without_the_payload() {
-        let d = doc(12, json!({"type": "thinking", "text": "\",\"seq\":99"}));
+        let d = doc(12, &json!({"type": "thinking", "text": "\",\"seq\":99"}));
         assert_eq!(header(&d), Some((12, 1012)));
         assert_eq!(header("{}"), None);
     }
