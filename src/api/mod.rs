@@ -96,6 +96,8 @@ struct Inner {
     live: LiveTokens,
     hub: OnceLock<FollowHub>,
     shutdown: CancellationToken,
+    /// Set by [`ApiState::begin_stop`]: no new turn starts.
+    stopping: std::sync::atomic::AtomicBool,
     /// The tools each session was created with, so a resume after a bridge restart declares
     /// the same ones (sessions created elsewhere, or before a daemon restart, get every
     /// enabled tool of the registry).
@@ -133,6 +135,7 @@ impl ApiState {
                 live: LiveTokens::default(),
                 hub: OnceLock::new(),
                 shutdown: CancellationToken::new(),
+                stopping: Default::default(),
                 session_tools: Mutex::default(),
             }),
         }
@@ -209,6 +212,28 @@ impl ApiState {
 
     fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// The first step of a stop, before the bridge is told to stop: no new turn starts
+    /// (`POST .../messages` answers 503), and every held call is cancelled for `reason`, as
+    /// is any call held from now on, so the bridge's tool calls return and it can stop.
+    /// Idempotent; returns how many held calls this cancelled.
+    pub async fn begin_stop(&self, reason: &str) -> usize {
+        self.inner
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let n = self.inner.approvals.stop(reason).await;
+        if n > 0 {
+            tracing::info!(approvals = n, "held tool calls were cancelled: {reason}");
+        }
+        n
+    }
+
+    /// Whether [`begin_stop`](Self::begin_stop) was called.
+    fn stopping(&self) -> bool {
+        self.inner
+            .stopping
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Ends every open stream with `reconnect` (on shutdown: they do not hold the drain).

@@ -31,6 +31,9 @@ use crate::tools::builtin::builtins;
 use crate::tools::service::ToolService;
 use crate::tools::{Tool, ToolRegistry};
 
+/// The reason a held call cancelled by a stop of callbackd records.
+pub const STOPPING: &str = "callbackd is stopping";
+
 /// A built daemon, listening but not yet serving.
 pub struct App {
     listener: TcpListener,
@@ -199,14 +202,9 @@ impl App {
         let shutdown = async move {
             shutdown.await;
             // Held calls first: the bridge gets their answers (cancelled, never run) and
-            // can stop, and the record says why before anything else goes.
-            let n = api.approvals().cancel_held("callbackd is stopping").await;
-            if n > 0 {
-                tracing::info!(
-                    approvals = n,
-                    "held tool calls were cancelled: callbackd is stopping"
-                );
-            }
+            // can stop, and the record says why before anything else goes. Under `callbackd
+            // run` this already happened before the bridge was told to stop.
+            api.begin_stop(STOPPING).await;
             // Open streams end with `reconnect` now instead of holding the drain period.
             api.close_streams();
         };

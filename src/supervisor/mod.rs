@@ -185,6 +185,7 @@ pub async fn run(
     // 1. Until the bridge exits: forward signals; the daemon serves meanwhile.
     let mut server_failed = false;
     let mut relay_ended = false;
+    let mut stop_begun = false;
     let status = loop {
         tokio::select! {
             status = bridge.child.wait() => break status,
@@ -213,7 +214,15 @@ pub async fn run(
                 bridge.release_ready_line();
                 bridge.ready_json = Some(json);
             }
-            sig = signals.recv() => bridge.forward(sig),
+            sig = signals.recv() => {
+                // Held calls first (and no new turn): the bridge's tool calls return, so it
+                // can stop by itself within the stop timeout. Only then is it told to stop.
+                if !stop_begun {
+                    stop_begun = true;
+                    api.begin_stop(crate::app::STOPPING).await;
+                }
+                bridge.forward(sig);
+            }
             () = until(bridge.kill_at) => bridge.kill(),
             res = &mut server, if !server_failed => {
                 // run_until only returns once told to: this is a panic or a bug.
