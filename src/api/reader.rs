@@ -161,10 +161,7 @@ impl RunSummary {
 
 /// Whether a run document's status is final.
 pub fn is_terminal(doc: &Value) -> bool {
-    matches!(
-        doc.get("status").and_then(Value::as_str),
-        Some("finished" | "error" | "cancelled" | "expired")
-    )
+    crate::run::RunStatus::of_doc(doc).is_some_and(crate::run::RunStatus::is_terminal)
 }
 
 fn parse(text: &str) -> Result<Value, Problem> {

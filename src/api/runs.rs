@@ -201,14 +201,12 @@ fn terminal_status(ev: &super::events::StoredEvent) -> Option<String> {
     if ev.payload.pointer("/message/type").and_then(Value::as_str) != Some("status") {
         return None;
     }
-    match ev
+    let status = ev
         .payload
         .pointer("/message/status")
-        .and_then(Value::as_str)?
-    {
-        s @ ("FINISHED" | "ERROR" | "CANCELLED" | "EXPIRED") => Some(s.to_ascii_lowercase()),
-        _ => None,
-    }
+        .and_then(Value::as_str)
+        .and_then(crate::run::RunStatus::parse_event)?;
+    status.is_terminal().then(|| status.to_string())
 }
 
 pub fn no_run(id: &str) -> Problem {

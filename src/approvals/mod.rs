@@ -40,7 +40,7 @@ use crate::clock::now_ms;
 use crate::store::approvals::{ApprovalRecord, ApprovalRecords};
 use crate::store::{Namespace, Store, StoreError};
 
-pub use decide::{run_has_ended, DecideError, Decision};
+pub use decide::{DecideError, Decision};
 pub use held::Held;
 pub use lease::LEASE;
 pub use view::{ApprovalEvent, ApprovalView, Outcome};
