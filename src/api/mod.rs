@@ -190,6 +190,15 @@ impl ApiState {
         &self.inner.approvals
     }
 
+    /// What ends a run no bridge will finish (see `bridge::RunEnder`).
+    pub(crate) fn ender(&self) -> crate::bridge::RunEnder {
+        crate::bridge::RunEnder {
+            store: self.inner.store.clone(),
+            records: self.inner.records.clone(),
+            approvals: self.inner.approvals.clone(),
+        }
+    }
+
     /// The namespaces' quotas (a fork is a new session like any other).
     pub fn quotas(&self) -> &crate::namespaces::quota::QuotaGate {
         &self.inner.quotas

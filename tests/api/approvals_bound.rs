@@ -14,7 +14,7 @@ use crate::helpers::{run, TestApp, TOOL_PATH};
 
 const T: Duration = Duration::from_secs(10);
 
-fn marker_tool(marker: &Path, extra: &str) -> callbackd::config::CommandToolConfig {
+pub(crate) fn marker_tool(marker: &Path, extra: &str) -> callbackd::config::CommandToolConfig {
     toml::from_str(&marker_tool_toml(marker, extra)).unwrap()
 }
 
@@ -58,7 +58,7 @@ async fn setup(extra: &str, tweak: impl FnOnce(&mut callbackd::config::Config)) 
 
 /// The bridge's tool call to `app`, on a connection of its own, in a task of its own: the
 /// result the model gets.
-fn call(app: &Arc<TestApp>, env: &str) -> tokio::task::JoinHandle<Value> {
+pub(crate) fn call(app: &Arc<TestApp>, env: &str) -> tokio::task::JoinHandle<Value> {
     call_tool(app, "deploy", &json!({"env": env}))
 }
 
@@ -98,7 +98,7 @@ async fn approvals(app: &TestApp, state: &str) -> Vec<Value> {
     list["approvals"].as_array().cloned().unwrap_or_default()
 }
 
-async fn first_pending(app: &TestApp) -> Value {
+pub(crate) async fn first_pending(app: &TestApp) -> Value {
     for _ in 0..250 {
         if let Some(a) = approvals(app, "pending").await.into_iter().next() {
             return a;
@@ -108,7 +108,7 @@ async fn first_pending(app: &TestApp) -> Value {
     panic!("no pending approval appeared");
 }
 
-async fn decide(app: &TestApp, id: &str, body: Value) -> crate::helpers::Resp {
+pub(crate) async fn decide(app: &TestApp, id: &str, body: Value) -> crate::helpers::Resp {
     let token = app.api_token.clone();
     app.api(
         "POST",
