@@ -59,6 +59,8 @@ pub struct App {
     quotas: QuotaGate,
     /// The trace export (`[telemetry]`), flushed at the stop.
     traces: Option<crate::telemetry::Traces>,
+    /// The runs of the bridge `callbackd run` supervises, once it claims them.
+    bridge_runs: crate::bridge::BridgeRuns,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -166,6 +168,15 @@ impl App {
             ready["namespace"] = ns.as_str().into();
         }
         ready
+    }
+
+    /// From now on the runs namespace `ns`'s bridge starts are this daemon's: `callbackd
+    /// run`, whose bridge is its child, ends them when the bridge exits
+    /// ([`end_bridge_runs`](Self::end_bridge_runs)), and a daemon started after a crash
+    /// ends those left (`bridge::runs_file`).
+    pub fn claim_bridge_runs(&self, ns: &Namespace) -> crate::bridge::BridgeRuns {
+        self.bridge_runs.claim(&data_dir(&self.db), ns);
+        self.bridge_runs.clone()
     }
 
     /// The run API's base URL.
@@ -306,6 +317,16 @@ impl AppBuilder {
             Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
             Err(e) => tracing::warn!(error = %e, "cannot mark interrupted tool calls"),
         }
+        // Runs whose supervised bridge is gone with the daemon that ran it (kill -9, a
+        // crash): no bridge will finish them; live daemons' runs stay theirs.
+        crate::bridge::RunEnder {
+            store: store.clone(),
+            records: records.clone(),
+            approvals: approvals.clone(),
+        }
+        .end_stale(&data_dir(db))
+        .await;
+        let bridge_runs = crate::bridge::BridgeRuns::default();
         let registry =
             ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
                 .context("invalid tool configuration")?;
@@ -348,6 +369,7 @@ impl AppBuilder {
             metrics: metrics.clone(),
             quotas: quotas.clone(),
             namespaces: namespaces.clone(),
+            bridge_runs: bridge_runs.clone(),
             run_ended: traces.clone().map(|t| {
                 Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))
                     as crate::rpc::RunEndedHook
@@ -412,6 +434,7 @@ impl AppBuilder {
             namespaced: !config.namespaces.is_empty(),
             quotas,
             traces,
+            bridge_runs,
         })
     }
 }
@@ -464,6 +487,23 @@ fn metrics_for(config: &Config, tokens: &Tokens, store: &dyn Store) -> anyhow::R
         },
         token.map(TokenSet::single),
     ))
+}
+
+/// The data directory: the database's (the tokens, runtime and runs files are there).
+fn data_dir(db: &std::path::Path) -> std::path::PathBuf {
+    match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    }
+}
+
+/// Ends the runs `runs` holds, whose bridge is gone (it exited), for `reason`, then lets go
+/// of the runs file.
+pub async fn end_bridge_runs(api: &ApiState, runs: &crate::bridge::BridgeRuns, reason: &str) {
+    let left = runs.running();
+    if api.ender().end_all(&left, reason).await {
+        runs.release();
+    }
 }
 
 /// `http://HOST:PORT/` for a bound address; a wildcard address is reached via loopback.

@@ -107,6 +107,42 @@ impl RunEnder {
         })
     }
 
+    /// Ends each of `runs` (`(namespace, run id, session id)`, a bridge that is gone) with
+    /// `error` for `reason`; whether every one is now ended.
+    pub(crate) async fn end_all(&self, runs: &[(Namespace, String, String)], reason: &str) -> bool {
+        let mut all = true;
+        for (ns, run_id, agent_id) in runs {
+            if let Err(e) = self
+                .end(ns, agent_id, run_id, RunStatus::Error, reason)
+                .await
+            {
+                tracing::error!(namespace = ns.as_str(), run_id, error = %e, "cannot end the run");
+                all = false;
+            }
+        }
+        all
+    }
+
+    /// At start: ends the runs of daemons on this data directory `dir` that died with their
+    /// bridge's runs unfinished (`runs_file::stale`). A file goes once all of its runs ended.
+    pub(crate) async fn end_stale(&self, dir: &std::path::Path) {
+        for (path, pid, claimed) in super::runs_file::stale(dir) {
+            let ns = Namespace::new(&claimed.namespace);
+            let runs: Vec<_> = claimed
+                .runs
+                .iter()
+                .map(|(run, agent)| (ns.clone(), run.clone(), agent.clone()))
+                .collect();
+            let reason = format!(
+                "the bridge that ran it stopped: the callbackd (pid {pid}) that supervised it \
+                 ended without stopping it"
+            );
+            if self.end_all(&runs, &reason).await {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+
     async fn call(
         &self,
         ns: &Namespace,

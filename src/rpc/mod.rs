@@ -35,6 +35,8 @@ pub struct RpcState {
     pub namespaces: crate::namespaces::Namespaces,
     /// Told of each run whose terminal event was committed (the traces, docs/telemetry.md).
     pub run_ended: Option<run_log::RunEndedHook>,
+    /// The runs of a supervised bridge (`callbackd run`), noted as they start and end.
+    pub bridge_runs: crate::bridge::BridgeRuns,
 }
 
 impl From<StoreError> for ConnectError {

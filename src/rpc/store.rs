@@ -128,9 +128,14 @@ async fn handle(
         let admitted = quotas.admit(ns, &mut call, req.body.len()).await?;
         let lifecycle = super::run_log::Lifecycle::of(&call);
         let ended = run_ended(&call);
+        let run_doc = matches!(call, StoreCall::RunsCreate(_) | StoreCall::RunsUpdate(_))
+            .then(|| call.clone());
         match state.store.call(ns, call).await {
             Ok(output) => {
                 quotas.done(admitted);
+                if let Some(call) = run_doc {
+                    state.bridge_runs.note(ns, &call);
+                }
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.record(ns, &state.metrics);
                     if let (Some(hook), Some(run_id)) = (&state.run_ended, lifecycle.ended()) {

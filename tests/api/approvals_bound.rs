@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use std::os::unix::process::ExitStatusExt;
+
 use crate::helpers::{run, TestApp, TOOL_PATH};
 
 const T: Duration = Duration::from_secs(10);
@@ -287,6 +289,150 @@ async fn stopping_the_daemon_cancels_held_calls_first_and_records_why() {
     app.stop().await;
 }
 
+/// The bridge's session `a1` and its running run `r1` in a supervised daemon on `dir`'s
+/// store, stored the way the bridge stores them, and its `deploy` call held; returns the
+/// daemon, the held call's thread (it writes `returned` once answered) and the approval.
+async fn supervised_with_a_held_call(
+    dir: &Path,
+    pg: Option<&crate::helpers::PgTarget>,
+    marker: &Path,
+) -> (
+    supervise::Supervised,
+    std::thread::JoinHandle<Option<(u16, Value)>>,
+    Value,
+) {
+    let supervised = supervise::Supervised::start(dir, pg, &marker_tool_toml(marker, ""));
+    let addr = supervised.addr;
+    let mut r = crate::helpers::run("a1", "r1", 1);
+    r["status"] = json!("running");
+    let body = json!({"substore": "runs", "method": "update", "input": {"run": r}});
+    let store = "/sdk.v1.SdkStoreCallbackService/CallStore";
+    let (code, answer) = supervise::http(addr, "POST", store, supervise::STORE_TOKEN, &body);
+    assert_eq!(code, 200, "{answer}");
+    let call = std::thread::spawn({
+        let returned = dir.join("returned");
+        move || {
+            let body = json!({"toolName": "deploy", "args": {"env": "prod"},
+                              "toolCallId": "toolu_1", "agentId": "a1"});
+            let answer = supervise::try_http(addr, "POST", TOOL_PATH, supervise::TOOL_TOKEN, &body);
+            std::fs::write(returned, b"").unwrap();
+            answer
+        }
+    });
+    let deadline = std::time::Instant::now() + T;
+    let card = loop {
+        let (_, list) = supervise::http(
+            addr,
+            "GET",
+            "/v1/approvals",
+            supervise::API_TOKEN,
+            &Value::Null,
+        );
+        if let Some(a) = list["approvals"].get(0) {
+            break a.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call was never held"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (supervised, call, card)
+}
+
+/// After the bridge's run was lost (`how`), a daemon on the same store: the run ended
+/// `error` with the reason, every stream of it ends, its approval is cancelled with the same
+/// reason, the tool never ran, and the session is free again.
+async fn the_lost_run_has_ended(app: &TestApp, card: &Value, marker: &Path, how: &str) {
+    let run = app.api_get("/v1/runs/r1").await.json();
+    assert_eq!(run["status"], "error", "{how}: {run}");
+    assert!(!run["ended_at"].is_null(), "{how}: {run}");
+    let replay = app.stream("r1", None).await.collect(T).await;
+    let last = replay.last().expect("a replay");
+    assert_eq!(last.kind(), "error", "{how}: {replay:?}");
+    assert!(
+        last.data()
+            .unwrap()
+            .to_string()
+            .contains("the bridge that ran it stopped"),
+        "{how}: {replay:?}"
+    );
+    let id = card["id"].as_str().unwrap();
+    let one = app.api_get(&format!("/v1/approvals/{id}")).await.json();
+    assert_eq!(one["state"], "cancelled", "{how}: {one}");
+    assert!(
+        one["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the bridge that ran it stopped"),
+        "{how}: {one}"
+    );
+    let late = decide(app, id, json!({"decision": "approve"})).await;
+    assert_eq!(late.status, 409, "{how}: {}", late.text());
+    assert!(!marker.exists(), "{how}: the tool ran");
+    let session = app.api_get("/v1/sessions/a1").await.json();
+    assert!(session["active_run_id"].is_null(), "{how}: {session}");
+    let token = app.api_token.clone();
+    let del = app.api("DELETE", "/v1/sessions/a1", Some(&token), "").await;
+    assert_eq!(del.status, 204, "{how}: {}", del.text());
+}
+
+/// The bridge alone dies (a node crash): callbackd exits with its status, and before that
+/// ends the run it left, so the restarted daemon finds it ended.
+#[tokio::test]
+async fn when_the_supervised_bridge_dies_its_runs_end_with_the_reason() {
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = marker_dir.path().join("ran.json");
+    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    app.running_run_r1().await;
+    let pg = app.pg.clone();
+    let dir = app.stop().await;
+    let (mut supervised, call, card) =
+        supervised_with_a_held_call(dir.path(), pg.as_ref(), &marker).await;
+    let pid: i32 = std::fs::read_to_string(dir.path().join("bridge.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (status, stderr) = supervised.wait_exit(supervise::STOP_TIMEOUT + Duration::from_secs(5));
+    assert_eq!(status.code(), Some(137), "{status:?}\n{stderr}");
+    let answer = call.join().unwrap();
+    assert!(
+        answer.is_some_and(|(_, a)| a.to_string().contains("the bridge that ran it stopped")),
+        "{stderr}"
+    );
+    let app = TestApp::spawn_in(dir, |c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    the_lost_run_has_ended(&app, &card, &marker, "bridge killed").await;
+    app.stop().await;
+}
+
+/// callbackd is killed (-9; its watchdog stops the bridge): the daemon started next on the
+/// same data directory and store ends the run at its start.
+#[tokio::test]
+async fn after_a_kill_of_callbackd_the_next_start_ends_the_runs_its_bridge_left() {
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = marker_dir.path().join("ran.json");
+    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    app.running_run_r1().await;
+    let pg = app.pg.clone();
+    let dir = app.stop().await;
+    let (mut supervised, call, card) =
+        supervised_with_a_held_call(dir.path(), pg.as_ref(), &marker).await;
+    supervised.signal(nix::sys::signal::Signal::SIGKILL);
+    let (status, _) = supervised.wait_exit(Duration::from_secs(5));
+    assert_eq!(status.signal(), Some(9));
+    call.join().unwrap();
+    // Before the restart: still `running` in the store; nothing else ended it.
+    let app = TestApp::spawn_in(dir, |c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    the_lost_run_has_ended(&app, &card, &marker, "callbackd killed").await;
+    app.stop().await;
+}
+
 #[path = "../common/fake_ping.rs"]
 mod fake_ping;
 
@@ -315,6 +461,7 @@ mod supervise {
     const FAKE_BRIDGE: &str = r#"
 d="$FAKE_DIR"
 trap 'while [ ! -e "$d/returned" ]; do sleep 0.05; done; echo > "$d/stopped"; exit 0' TERM
+echo $$ > "$d/bridge.pid"
 echo secret > "$d/auth-token"
 printf 'cursor-sdk-bridge ready {"url":"%s","pid":%s,"authTokenFile":"%s"}\n' \
   "$FAKE_BRIDGE_URL" $$ "$d/auth-token" >&2
@@ -334,9 +481,12 @@ while :; do sleep 0.05; done
         pub fn start(dir: &Path, pg: Option<&PgTarget>, tools_toml: &str) -> Supervised {
             let mut toml = String::new();
             if let Some(pg) = pg {
+                // `path` anchors the data directory (tokens, runs files) as TestApp's does.
                 toml.push_str(&format!(
-                    "[store]\nbackend = \"postgres\"\nurl = \"{}\"\nschema = \"{}\"\n",
-                    pg.url, pg.schema
+                    "[store]\nbackend = \"postgres\"\nurl = \"{}\"\nschema = \"{}\"\npath = \"{}\"\n",
+                    pg.url,
+                    pg.schema,
+                    dir.join("test.db").display()
                 ));
             }
             toml.push_str(&format!("[[tools.command]]\n{tools_toml}"));
@@ -435,6 +585,26 @@ while :; do sleep 0.05; done
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+
+    /// [`http`], or `None` when the daemon went away before it answered.
+    pub fn try_http(
+        addr: SocketAddr,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> Option<(u16, Value)> {
+        let (addr, method, path, token, body) = (
+            addr,
+            method.to_string(),
+            path.to_string(),
+            token.to_string(),
+            body.clone(),
+        );
+        std::thread::spawn(move || http(addr, &method, &path, &token, &body))
+            .join()
+            .ok()
     }
 
     /// One request over a connection of its own (blocking): the status and the JSON body.

@@ -98,3 +98,62 @@ async fn a_cancel_racing_the_runs_own_end_records_the_first_end_only() {
         .await;
     assert_eq!(ends, 0);
 }
+
+/// Two daemons on one store (PostgreSQL, or one SQLite file): the runs a live `callbackd
+/// run`'s bridge is running are listed in its runs file, which a daemon starting on the same
+/// data directory leaves alone; those of a daemon that is gone are ended at that start.
+#[tokio::test]
+async fn a_starting_daemon_ends_only_the_runs_of_daemons_that_are_gone() {
+    let app = TestApp::spawn().await;
+    app.running_run_r1().await;
+    let mut r2 = crate::helpers::run("a2", "r2", 1);
+    r2["status"] = json!("running");
+    app.store_ok(
+        "agents",
+        "create",
+        json!({"agent": crate::helpers::agent("a2", "/ws", 1)}),
+    )
+    .await;
+    app.store_ok("runs", "create", json!({"run": r2})).await;
+    let dir = app.stop().await;
+    // A live daemon (a process of ours that runs) owns r1; a gone one (no such pid) r2.
+    let mut live = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let file = |pid: u32, run: &str, agent: &str| {
+        std::fs::write(
+            dir.path().join(format!("callbackd.runs-{pid}.json")),
+            json!({"namespace": "default", "runs": {run: agent}}).to_string(),
+        )
+        .unwrap();
+    };
+    file(live.id(), "r1", "a1");
+    file(u32::MAX - 7, "r2", "a2");
+    let app = TestApp::spawn_in(dir, |_| {}).await;
+    let r1 = app.api_get("/v1/runs/r1").await.json();
+    assert_eq!(
+        r1["status"], "running",
+        "the live daemon's run was touched: {r1}"
+    );
+    let r2 = app.api_get("/v1/runs/r2").await.json();
+    assert_eq!(r2["status"], "error", "{r2}");
+    assert!(
+        r2["error"]
+            .to_string()
+            .contains("the bridge that ran it stopped"),
+        "{r2}"
+    );
+    assert!(app
+        .dir
+        .path()
+        .join(format!("callbackd.runs-{}.json", live.id()))
+        .exists());
+    assert!(!app
+        .dir
+        .path()
+        .join(format!("callbackd.runs-{}.json", u32::MAX - 7))
+        .exists());
+    let _ = live.kill();
+    let _ = live.wait();
+}
