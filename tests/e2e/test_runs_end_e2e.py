@@ -75,3 +75,74 @@ def test_sigterm_with_a_held_call_cancels_it_first_and_exits_0_without_sigkill(s
     run = terminal(s.api, card["run_id"])
     assert run["status"] in ("cancelled", "error", "finished"), run
     s.stop()
+
+
+def settle_new_turn(s: Stack, sid: str, held: str) -> str:
+    """Sends a new message on the session and lets its held call through; the new run's id
+    once it has finished."""
+    c, r = s.api.open("POST", f"/v1/sessions/{sid}/messages", {"text": "deploy again"})
+    assert r.status == 200, r.read()
+    done = {}
+
+    def drain():
+        done["frames"] = read_all(r, limit=120)
+        c.close()
+    import threading
+    t = threading.Thread(target=drain, daemon=True)
+    t.start()
+    card = pending(s.api)
+    if held == "approval":
+        status, body = s.api.call("POST", f"/v1/approvals/{card['id']}", {"decision": "approve"})
+    else:
+        status, body = s.api.call("POST", f"/v1/runs/{card['run_id']}/resume",
+                                  {"question_id": card["id"], "answer": "yes"})
+    assert status == 200, body
+    t.join(timeout=120)
+    evs = [d for k, _, d, _ in done["frames"] if k == "event"]
+    assert evs[-1]["type"] == "completed" and evs[-1]["status"] == "finished", evs
+    return card["run_id"]
+
+
+@BACKENDS
+@HELD
+@pytest.mark.parametrize("lost", ["both", "bridge"])
+def test_a_run_lost_with_its_bridge_ends_at_restart_and_the_session_works_again(
+        setup_env, tmp_path, store, held, lost):
+    s, marker = stack(setup_env, tmp_path, store, held)
+    sid = s.session()
+    send(s, sid, "deploy with the tool")
+    card = pending(s.api)
+    run_id = card["run_id"]
+    if lost == "both":
+        # A crash of the host's processes: callbackd and the bridge, both -9.
+        os.killpg(os.getpgid(s.run.bridge_pid), signal.SIGKILL)
+        os.kill(s.run.proc.popen.pid, signal.SIGKILL)
+        s.run.proc.popen.wait(timeout=10)
+    else:
+        # The bridge alone (a node crash): callbackd exits with its status.
+        os.killpg(os.getpgid(s.run.bridge_pid), signal.SIGKILL)
+        rc = s.run.proc.popen.wait(timeout=STOP_TIMEOUT + 10)
+        assert rc == 137, s.run.proc.stderr_text()[-3000:]
+    s.start()
+    run = terminal(s.api, run_id, limit=10)
+    assert run["status"] == "error", run
+    assert "the bridge that ran it stopped" in json.dumps(run), run
+    c, r = s.api.open("GET", f"/v1/runs/{run_id}/stream")
+    evs = [d for k, _, d, _ in read_all(r, limit=30) if k == "event"]
+    c.close()
+    assert evs[-1]["type"] == "error", evs
+    status, one = s.api.call("GET", f"/v1/approvals/{card['id']}")
+    # A bridge that dies alone drops its tool call's connection first: the approval says so
+    # ("the bridge dropped the tool call") before the run's end could.
+    reasons = ["the bridge that ran it stopped"] + (["the bridge dropped the tool call"] if lost == "bridge" else [])
+    assert one["state"] == "cancelled" and any(r in one["reason"] for r in reasons), one
+    status, late = s.api.call("POST", f"/v1/approvals/{card['id']}", {"decision": "approve"})
+    assert status == 409, late
+    assert not marker.exists(), "the tool ran"
+    # The session works again: a new turn finishes, forks and the session deletes.
+    new_run = settle_new_turn(s, sid, held)
+    status, forked = s.api.call("POST", f"/v1/sessions/{sid}/fork", {"run_id": new_run, "at": "after"})
+    assert status == 201, forked
+    status, body = s.api.call("DELETE", f"/v1/sessions/{sid}")
+    assert status == 204, body
+    s.stop()
