@@ -87,7 +87,7 @@ pub struct RunSummary {
     pub run_id: String,
     pub session_id: String,
     pub turn_number: Option<u64>,
-    #[schemars(with = "super::schema::RunStatus")]
+    #[schemars(with = "crate::run::RunStatus")]
     pub status: String,
     pub model: Option<String>,
     pub created_at: Option<String>,

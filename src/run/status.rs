@@ -3,8 +3,10 @@
 
 use serde_json::Value;
 
-/// A run's status (callback contract, RunDoc `status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A run's status (callback contract, RunDoc `status`). Its schema is the run API's
+/// `RunStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Queued,
     Running,

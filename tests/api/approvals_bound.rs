@@ -225,43 +225,7 @@ async fn a_second_daemon_leaves_the_first_ones_approval_pending_and_its_decision
 async fn stopping_the_daemon_cancels_held_calls_first_and_records_why() {
     let marker_dir = tempfile::tempdir().unwrap();
     let marker = marker_dir.path().join("ran.json");
-    let tool_toml = marker_tool_toml(&marker, "");
-    // The bridge's session and its running run, as the bridge stores them before a tool call.
-    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(&marker, ""))).await;
-    app.running_run_r1().await;
-    let pg = app.pg.clone();
-    let dir = app.stop().await;
-    let mut supervised = supervise::Supervised::start(dir.path(), pg.as_ref(), &tool_toml);
-    let addr = supervised.addr;
-    let call = std::thread::spawn({
-        let returned = dir.path().join("returned");
-        move || {
-            let body = json!({"toolName": "deploy", "args": {"env": "prod"},
-                              "toolCallId": "toolu_1", "agentId": "a1"});
-            let answer = supervise::http(addr, "POST", TOOL_PATH, supervise::TOOL_TOKEN, &body);
-            // The fake bridge may stop now: its tool call returned.
-            std::fs::write(returned, b"").unwrap();
-            answer
-        }
-    });
-    let deadline = std::time::Instant::now() + T;
-    let card = loop {
-        let (_, list) = supervise::http(
-            addr,
-            "GET",
-            "/v1/approvals",
-            supervise::API_TOKEN,
-            &Value::Null,
-        );
-        if let Some(a) = list["approvals"].get(0) {
-            break a.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the call was never held"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (dir, mut supervised, call, card) = supervised_with_a_held_call(&marker).await;
     supervised.signal(nix::sys::signal::Signal::SIGTERM);
     let (status, stderr) = supervised.wait_exit(supervise::STOP_TIMEOUT + Duration::from_secs(5));
     assert_eq!(status.code(), Some(0), "{status:?}\n{stderr}");
@@ -270,7 +234,7 @@ async fn stopping_the_daemon_cancels_held_calls_first_and_records_why() {
         dir.path().join("stopped").exists(),
         "the bridge did not stop by itself\n{stderr}"
     );
-    let (code, answer) = call.join().unwrap();
+    let (code, answer) = call.join().unwrap().expect("the held call was answered");
     assert_eq!(code, 200, "{answer}");
     assert!(
         text(&answer["result"]).contains("callbackd is stopping"),
@@ -289,19 +253,24 @@ async fn stopping_the_daemon_cancels_held_calls_first_and_records_why() {
     app.stop().await;
 }
 
-/// The bridge's session `a1` and its running run `r1` in a supervised daemon on `dir`'s
+/// The bridge's session `a1` and its running run `r1` in a supervised daemon on a new
 /// store, stored the way the bridge stores them, and its `deploy` call held; returns the
-/// daemon, the held call's thread (it writes `returned` once answered) and the approval.
+/// store's directory, the daemon, the held call's thread (it writes `returned` once
+/// answered) and the approval.
 async fn supervised_with_a_held_call(
-    dir: &Path,
-    pg: Option<&crate::helpers::PgTarget>,
     marker: &Path,
 ) -> (
+    tempfile::TempDir,
     supervise::Supervised,
     std::thread::JoinHandle<Option<(u16, Value)>>,
     Value,
 ) {
-    let supervised = supervise::Supervised::start(dir, pg, &marker_tool_toml(marker, ""));
+    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(marker, ""))).await;
+    app.running_run_r1().await;
+    let pg = app.pg.clone();
+    let dir = app.stop().await;
+    let supervised =
+        supervise::Supervised::start(dir.path(), pg.as_ref(), &marker_tool_toml(marker, ""));
     let addr = supervised.addr;
     let mut r = crate::helpers::run("a1", "r1", 1);
     r["status"] = json!("running");
@@ -310,7 +279,7 @@ async fn supervised_with_a_held_call(
     let (code, answer) = supervise::http(addr, "POST", store, supervise::STORE_TOKEN, &body);
     assert_eq!(code, 200, "{answer}");
     let call = std::thread::spawn({
-        let returned = dir.join("returned");
+        let returned = dir.path().join("returned");
         move || {
             let body = json!({"toolName": "deploy", "args": {"env": "prod"},
                               "toolCallId": "toolu_1", "agentId": "a1"});
@@ -337,7 +306,7 @@ async fn supervised_with_a_held_call(
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    (supervised, call, card)
+    (dir, supervised, call, card)
 }
 
 /// After the bridge's run was lost (`how`), a daemon on the same store: the run ended
@@ -383,12 +352,7 @@ async fn the_lost_run_has_ended(app: &TestApp, card: &Value, marker: &Path, how:
 async fn when_the_supervised_bridge_dies_its_runs_end_with_the_reason() {
     let marker_dir = tempfile::tempdir().unwrap();
     let marker = marker_dir.path().join("ran.json");
-    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(&marker, ""))).await;
-    app.running_run_r1().await;
-    let pg = app.pg.clone();
-    let dir = app.stop().await;
-    let (mut supervised, call, card) =
-        supervised_with_a_held_call(dir.path(), pg.as_ref(), &marker).await;
+    let (dir, mut supervised, call, card) = supervised_with_a_held_call(&marker).await;
     let pid: i32 = std::fs::read_to_string(dir.path().join("bridge.pid"))
         .unwrap()
         .trim()
@@ -417,12 +381,7 @@ async fn when_the_supervised_bridge_dies_its_runs_end_with_the_reason() {
 async fn after_a_kill_of_callbackd_the_next_start_ends_the_runs_its_bridge_left() {
     let marker_dir = tempfile::tempdir().unwrap();
     let marker = marker_dir.path().join("ran.json");
-    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(&marker, ""))).await;
-    app.running_run_r1().await;
-    let pg = app.pg.clone();
-    let dir = app.stop().await;
-    let (mut supervised, call, card) =
-        supervised_with_a_held_call(dir.path(), pg.as_ref(), &marker).await;
+    let (dir, mut supervised, call, card) = supervised_with_a_held_call(&marker).await;
     supervised.signal(nix::sys::signal::Signal::SIGKILL);
     let (status, _) = supervised.wait_exit(Duration::from_secs(5));
     assert_eq!(status.signal(), Some(9));
