@@ -257,7 +257,7 @@ async fn stopping_the_daemon_cancels_held_calls_first_and_records_why() {
 /// store, stored the way the bridge stores them, and its `deploy` call held; returns the
 /// store's directory, the daemon, the held call's thread (it writes `returned` once
 /// answered) and the approval.
-async fn supervised_with_a_held_call(
+pub(crate) async fn supervised_with_a_held_call(
     marker: &Path,
 ) -> (
     tempfile::TempDir,
@@ -396,7 +396,7 @@ async fn after_a_kill_of_callbackd_the_next_start_ends_the_runs_its_bridge_left(
 mod fake_ping;
 
 /// `callbackd run` with the fake bridge, on a test's directory and store.
-mod supervise {
+pub(crate) mod supervise {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::SocketAddr;
     use std::path::Path;

@@ -157,3 +157,87 @@ async fn a_starting_daemon_ends_only_the_runs_of_daemons_that_are_gone() {
     let _ = live.kill();
     let _ = live.wait();
 }
+
+/// The crash test for decisions: `callbackd run` with a call held, a decision (approve or
+/// deny, alternately) and a kill -9 of callbackd at a random moment around it, a restart on
+/// the same store, every round. Never: an approval left pending, an acknowledged decision
+/// lost, a tool run without an approval or after a denial, a run left `running`.
+/// `CALLBACKD_DECISION_CRASH_ROUNDS` rounds (default 2; docs/hardening.md has a long run),
+/// moments from `CALLBACKD_CRASH_SEED` (default: the clock), printed for a replay.
+#[tokio::test]
+async fn decisions_killed_at_random_moments_keep_their_word_and_no_run_stays_running() {
+    use crate::crash::{env_u64, Rng};
+    let rounds = env_u64("CALLBACKD_DECISION_CRASH_ROUNDS").unwrap_or(2);
+    let seed = env_u64("CALLBACKD_CRASH_SEED").unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    });
+    eprintln!("decision crash test: {rounds} rounds, CALLBACKD_CRASH_SEED={seed}");
+    let mut rng = Rng(seed | 1);
+    let mut tally = std::collections::BTreeMap::<String, u32>::new();
+    for round in 0..rounds {
+        let marker_dir = tempfile::tempdir().unwrap();
+        let marker = marker_dir.path().join("ran.json");
+        let (dir, mut supervised, call, card) =
+            crate::approvals_bound::supervised_with_a_held_call(&marker).await;
+        let verdict = if round % 2 == 0 { "approve" } else { "deny" };
+        let id = card["id"].as_str().unwrap().to_string();
+        let addr = supervised.addr;
+        let decider = std::thread::spawn({
+            let id = id.clone();
+            move || {
+                crate::approvals_bound::supervise::try_http(
+                    addr,
+                    "POST",
+                    &format!("/v1/approvals/{id}"),
+                    crate::approvals_bound::supervise::API_TOKEN,
+                    &json!({ "decision": verdict }),
+                )
+            }
+        });
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        supervised.signal(nix::sys::signal::Signal::SIGKILL);
+        supervised.wait_exit(Duration::from_secs(10));
+        let acked = decider.join().unwrap().filter(|(code, _)| *code == 200);
+        call.join().unwrap();
+        // A tool the approval let through may still be writing its marker.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let app = TestApp::spawn_in(dir, |c| c.tools.command.push(marker_tool(&marker, ""))).await;
+        let one = app.api_get(&format!("/v1/approvals/{id}")).await.json();
+        let state = one["state"].as_str().unwrap().to_string();
+        assert_ne!(state, "pending", "round {round}: {one}");
+        if acked.is_some() {
+            let want = if verdict == "approve" {
+                "approved"
+            } else {
+                "denied"
+            };
+            assert_eq!(
+                state, want,
+                "round {round}: an acknowledged decision was lost: {one}"
+            );
+        }
+        if state != "approved" {
+            assert!(
+                !marker.exists(),
+                "round {round}: the tool ran without an approval ({one})"
+            );
+        }
+        let run = app.api_get("/v1/runs/r1").await.json();
+        assert!(
+            ["finished", "error", "cancelled", "expired"]
+                .contains(&run["status"].as_str().unwrap()),
+            "round {round}: {run}"
+        );
+        *tally
+            .entry(format!(
+                "{verdict}->{state}{}",
+                if marker.exists() { "+ran" } else { "" }
+            ))
+            .or_default() += 1;
+        app.stop().await;
+    }
+    eprintln!("decision crash test outcomes: {tally:?}");
+}
