@@ -19,6 +19,7 @@
 //! - `approvals`: held tool calls and people's decisions; `auth`: bearer tokens as a tower
 //!   layer; [`tools`]: the [`Tool`] trait, the registry, command tools, the tool service and
 //!   the approval policy; [`transfer`]: `backup`, `export`, `import`.
+//! - [`run`]: the run's one spelling of its statuses ([`run::RunStatus`]), below the store.
 //! - [`store`]: the substores as typed calls behind the [`Store`] trait, and the backends.
 //! - [`tokens`]: the daemon's generated tokens; [`telemetry`]: logging, and OpenTelemetry
 //!   traces of runs read back from the store (above `api`, whose reader it uses).
@@ -48,6 +49,7 @@
 //! namespaces  metrics
 //! approvals  auth  tools  transfer
 //! store
+//! run
 //! tokens
 //! config
 //! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent  outbound
@@ -72,6 +74,7 @@ mod outbound;
 mod percent;
 pub mod proto;
 pub mod rpc;
+pub mod run;
 pub mod secret;
 mod server;
 pub mod shutdown;

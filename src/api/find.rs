@@ -26,14 +26,7 @@ use crate::store::AgentCursor;
 /// The statuses a session's document has (cursor-sdk 1.1.0).
 pub const SESSION_STATUSES: [&str; 4] = ["idle", "running", "error", "archived"];
 /// The statuses of a run.
-pub const RUN_STATUSES: [&str; 6] = [
-    "queued",
-    "running",
-    "finished",
-    "error",
-    "cancelled",
-    "expired",
-];
+pub const RUN_STATUSES: [&str; 6] = crate::run::RunStatus::NAMES;
 
 /// `?status=a,b`: the listed statuses, each one of `allowed`, or 400 saying which are.
 fn statuses(v: Option<&String>, allowed: &[&str]) -> Result<Option<Vec<String>>, Problem> {

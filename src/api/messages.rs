@@ -43,6 +43,12 @@ pub async fn send(
     ApiJson(body): ApiJson<NewMessage>,
 ) -> Result<Response, Problem> {
     caller.require_write("send messages")?;
+    if state.stopping() {
+        return Err(Problem::new(
+            ProblemCode::Unavailable,
+            "callbackd is stopping: no new turn starts; send the message again once it is back",
+        ));
+    }
     let text = match body.text {
         Some(t) if !t.trim().is_empty() => t,
         Some(_) => return Err(Problem::invalid("text is empty: send the user's message")),

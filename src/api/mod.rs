@@ -99,6 +99,8 @@ struct Inner {
     live: LiveTokens,
     hub: OnceLock<FollowHub>,
     shutdown: CancellationToken,
+    /// Set by [`ApiState::begin_stop`]: no new turn starts.
+    stopping: std::sync::atomic::AtomicBool,
     /// The tools each session was created with, so a resume after a bridge restart declares
     /// the same ones (sessions created elsewhere, or before a daemon restart, get every
     /// enabled tool of the registry).
@@ -138,6 +140,7 @@ impl ApiState {
                 live: LiveTokens::default(),
                 hub: OnceLock::new(),
                 shutdown: CancellationToken::new(),
+                stopping: Default::default(),
                 session_tools: Mutex::default(),
                 ag_ui_held: ag_ui::HeldRuns::default(),
             }),
@@ -194,6 +197,15 @@ impl ApiState {
         &self.inner.approvals
     }
 
+    /// What ends a run no bridge will finish (see `bridge::RunEnder`).
+    pub(crate) fn ender(&self) -> crate::bridge::RunEnder {
+        crate::bridge::RunEnder {
+            store: self.inner.store.clone(),
+            records: self.inner.records.clone(),
+            approvals: self.inner.approvals.clone(),
+        }
+    }
+
     /// The namespaces' quotas (a fork is a new session like any other).
     pub fn quotas(&self) -> &crate::namespaces::quota::QuotaGate {
         &self.inner.quotas
@@ -220,6 +232,28 @@ impl ApiState {
 
     fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// The first step of a stop, before the bridge is told to stop: no new turn starts
+    /// (`POST .../messages` answers 503), and every held call is cancelled for `reason`, as
+    /// is any call held from now on, so the bridge's tool calls return and it can stop.
+    /// Idempotent; returns how many held calls this cancelled.
+    pub async fn begin_stop(&self, reason: &str) -> usize {
+        self.inner
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let n = self.inner.approvals.stop(reason).await;
+        if n > 0 {
+            tracing::info!(approvals = n, "held tool calls were cancelled: {reason}");
+        }
+        n
+    }
+
+    /// Whether [`begin_stop`](Self::begin_stop) was called.
+    fn stopping(&self) -> bool {
+        self.inner
+            .stopping
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Ends every open stream with `reconnect` (on shutdown: they do not hold the drain).

@@ -87,7 +87,7 @@ pub struct RunSummary {
     pub run_id: String,
     pub session_id: String,
     pub turn_number: Option<u64>,
-    #[schemars(with = "super::schema::RunStatus")]
+    #[schemars(with = "crate::run::RunStatus")]
     pub status: String,
     pub model: Option<String>,
     pub created_at: Option<String>,
@@ -161,10 +161,7 @@ impl RunSummary {
 
 /// Whether a run document's status is final.
 pub fn is_terminal(doc: &Value) -> bool {
-    matches!(
-        doc.get("status").and_then(Value::as_str),
-        Some("finished" | "error" | "cancelled" | "expired")
-    )
+    crate::run::RunStatus::of_doc(doc).is_some_and(crate::run::RunStatus::is_terminal)
 }
 
 fn parse(text: &str) -> Result<Value, Problem> {

@@ -14,7 +14,9 @@ use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
 use super::stream::{self, StreamPlan};
 use super::{json_response, limit, position, query, ApiState, Caller};
+use crate::bridge::Ended;
 use crate::clock::rfc3339_ms;
+use crate::run::RunStatus;
 use crate::server::ConnSlot;
 use crate::store::records::{ToolCallRecord, ToolOutcome};
 use crate::store::Namespace;
@@ -201,14 +203,12 @@ fn terminal_status(ev: &super::events::StoredEvent) -> Option<String> {
     if ev.payload.pointer("/message/type").and_then(Value::as_str) != Some("status") {
         return None;
     }
-    match ev
+    let status = ev
         .payload
         .pointer("/message/status")
-        .and_then(Value::as_str)?
-    {
-        s @ ("FINISHED" | "ERROR" | "CANCELLED" | "EXPIRED") => Some(s.to_ascii_lowercase()),
-        _ => None,
-    }
+        .and_then(Value::as_str)
+        .and_then(crate::run::RunStatus::parse_event)?;
+    status.is_terminal().then(|| status.to_string())
 }
 
 pub fn no_run(id: &str) -> Problem {
@@ -375,31 +375,66 @@ pub async fn cancel(
             ),
         ));
     }
-    let bridge = state.bridge(&caller.ns).get()?;
     let agent = doc
         .get("agentId")
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let reason = format!("its run {id} was cancelled (POST /v1/runs/{id}/cancel)");
     // Its held calls first: a cancelled run's tool call never runs, whatever a person
     // decides next (the record says so before the bridge hears of the cancellation).
-    state
-        .approvals()
-        .cancel_run(
+    state.approvals().cancel_run(&caller.ns, &id, &reason).await;
+    let unknown = match state.bridge(&caller.ns).get() {
+        Err(_) => "no bridge is attached".to_string(),
+        Ok(bridge) => match bridge.cancel_run(&id, agent).await {
+            Ok(()) => return Ok(cancelling(&id, "cancelling")),
+            Err(e) if bridge_does_not_know(&e) => {
+                format!("the bridge does not know it ({})", e.message())
+            }
+            Err(e) => return Err(bridge_problem("CancelRun", &e)),
+        },
+    };
+    // No bridge can finish it (the one that ran it is gone): callbackd ends it itself.
+    let ended = state
+        .ender()
+        .end(
             &caller.ns,
+            agent,
             &id,
-            &format!("its run {id} was cancelled (POST /v1/runs/{id}/cancel)"),
+            RunStatus::Cancelled,
+            &format!("{reason}; {unknown}"),
         )
-        .await;
-    bridge
-        .cancel_run(&id, agent)
-        .await
-        .map_err(|e| bridge_problem("CancelRun", &e))?;
-    Ok((
+        .await?;
+    match ended {
+        Ended::Now(_) => Ok(cancelling(&id, "cancelled")),
+        // Its own end won the race: one terminal status, the first.
+        Ended::Already(status) => Err(Problem::new(
+            ProblemCode::FailedPrecondition,
+            format!("run {id} has already ended ({status}); there is nothing to cancel"),
+        )),
+        Ended::Unknown => Err(no_run(&id)),
+    }
+}
+
+/// The cancel's `202` answer: `cancelling` when the bridge was asked to, `cancelled` when
+/// callbackd ended the run itself.
+fn cancelling(id: &str, status: &str) -> Response {
+    (
         StatusCode::ACCEPTED,
         [(http::header::CONTENT_TYPE, "application/json")],
-        json!({"run_id": id, "status": "cancelling"}).to_string(),
+        json!({"run_id": id, "status": status}).to_string(),
     )
-        .into_response())
+        .into_response()
+}
+
+/// Whether the bridge's answer to CancelRun says it does not know the run: a bridge that
+/// started after the run's own (it takes the id for a cloud agent's, `invalid_argument …
+/// bc-<uuid>`), or one that never had its session.
+fn bridge_does_not_know(e: &crate::connect::client::ClientError) -> bool {
+    let m = e.message().to_ascii_lowercase();
+    matches!(e.code(), "invalid_argument" | "not_found")
+        || m.contains("unknown agent")
+        || m.contains("not found")
+        || m.contains("bc-<uuid>")
 }
 
 /// `POST /v1/runs/{run_id}/stream-token`: a short-lived, read-only credential for this run's

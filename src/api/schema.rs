@@ -38,19 +38,6 @@ pub struct PlanItem {
     pub status: String,
 }
 
-/// A run's status.
-#[derive(JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum RunStatus {
-    Queued,
-    Running,
-    Finished,
-    Error,
-    Cancelled,
-    Expired,
-}
-
 /// A decision on an approval.
 #[derive(JsonSchema)]
 #[serde(rename_all = "snake_case")]

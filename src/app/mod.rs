@@ -31,6 +31,9 @@ use crate::tools::builtin::builtins;
 use crate::tools::service::ToolService;
 use crate::tools::{Tool, ToolRegistry};
 
+/// The reason a held call cancelled by a stop of callbackd records.
+pub const STOPPING: &str = "callbackd is stopping";
+
 /// A built daemon, listening but not yet serving.
 pub struct App {
     listener: TcpListener,
@@ -58,6 +61,8 @@ pub struct App {
     traces: Option<crate::telemetry::Traces>,
     /// `[[webhooks]]`: its delivery worker runs while the daemon serves.
     webhooks: Option<crate::webhooks::Webhooks>,
+    /// The runs of the bridge `callbackd run` supervises, once it claims them.
+    bridge_runs: crate::bridge::BridgeRuns,
 }
 
 /// Builds an [`App`]: the configuration, plus the plugin tools a user's own `main` adds.
@@ -167,6 +172,15 @@ impl App {
         ready
     }
 
+    /// From now on the runs namespace `ns`'s bridge starts are this daemon's: `callbackd
+    /// run`, whose bridge is its child, ends them when the bridge exits
+    /// ([`end_bridge_runs`](Self::end_bridge_runs)), and a daemon started after a crash
+    /// ends those left (`bridge::runs_file`).
+    pub fn claim_bridge_runs(&self, ns: &Namespace) -> crate::bridge::BridgeRuns {
+        self.bridge_runs.claim(&data_dir(&self.db), ns);
+        self.bridge_runs.clone()
+    }
+
     /// The run API's base URL.
     pub fn api_url(&self) -> String {
         format!("{}v1", self.base_url())
@@ -202,14 +216,9 @@ impl App {
         let shutdown = async move {
             shutdown.await;
             // Held calls first: the bridge gets their answers (cancelled, never run) and
-            // can stop, and the record says why before anything else goes.
-            let n = api.approvals().cancel_held("callbackd is stopping").await;
-            if n > 0 {
-                tracing::info!(
-                    approvals = n,
-                    "held tool calls were cancelled: callbackd is stopping"
-                );
-            }
+            // can stop, and the record says why before anything else goes. Under `callbackd
+            // run` this already happened before the bridge was told to stop.
+            api.begin_stop(STOPPING).await;
             // Open streams end with `reconnect` now instead of holding the drain period.
             api.close_streams();
         };
@@ -327,6 +336,16 @@ impl AppBuilder {
             Ok(n) => tracing::warn!(calls = n, "tool calls that were running when callbackd last stopped are recorded as interrupted"),
             Err(e) => tracing::warn!(error = %e, "cannot mark interrupted tool calls"),
         }
+        // Runs whose supervised bridge is gone with the daemon that ran it (kill -9, a
+        // crash): no bridge will finish them; live daemons' runs stay theirs.
+        crate::bridge::RunEnder {
+            store: store.clone(),
+            records: records.clone(),
+            approvals: approvals.clone(),
+        }
+        .end_stale(&data_dir(db))
+        .await;
+        let bridge_runs = crate::bridge::BridgeRuns::default();
         let registry =
             ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
                 .context("invalid tool configuration")?;
@@ -368,6 +387,7 @@ impl AppBuilder {
             metrics: metrics.clone(),
             quotas: quotas.clone(),
             namespaces: namespaces.clone(),
+            bridge_runs: bridge_runs.clone(),
             run_ended: traces.clone().map(|t| {
                 Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))
                     as crate::rpc::RunEndedHook
@@ -438,6 +458,7 @@ impl AppBuilder {
             quotas,
             traces,
             webhooks,
+            bridge_runs,
         })
     }
 }
@@ -490,6 +511,23 @@ fn metrics_for(config: &Config, tokens: &Tokens, store: &dyn Store) -> anyhow::R
         },
         token.map(TokenSet::single),
     ))
+}
+
+/// The data directory: the database's (the tokens, runtime and runs files are there).
+fn data_dir(db: &std::path::Path) -> std::path::PathBuf {
+    match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    }
+}
+
+/// Ends the runs `runs` holds, whose bridge is gone (it exited), for `reason`, then lets go
+/// of the runs file.
+pub async fn end_bridge_runs(api: &ApiState, runs: &crate::bridge::BridgeRuns, reason: &str) {
+    let left = runs.running();
+    if api.ender().end_all(&left, reason).await {
+        runs.release();
+    }
 }
 
 /// `http://HOST:PORT/` for a bound address; a wildcard address is reached via loopback.

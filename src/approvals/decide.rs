@@ -223,11 +223,7 @@ impl Approvals {
         let doc = store.call(ns, call).await.ok()??;
         let doc: Value = serde_json::from_str(&doc).ok()?;
         let status = doc.get("status")?.as_str()?;
-        run_has_ended(status).then(|| status.to_string())
+        let status = crate::run::RunStatus::parse(status)?;
+        status.is_terminal().then(|| status.to_string())
     }
-}
-
-/// Whether a run in `status` (its document's) has ended: its held calls can no longer run.
-pub fn run_has_ended(status: &str) -> bool {
-    matches!(status, "finished" | "error" | "cancelled" | "expired")
 }

@@ -40,7 +40,7 @@ use crate::clock::now_ms;
 use crate::store::approvals::{ApprovalRecord, ApprovalRecords};
 use crate::store::{Namespace, Store, StoreError};
 
-pub use decide::{run_has_ended, DecideError, Decision};
+pub use decide::{DecideError, Decision};
 pub use held::Held;
 pub use lease::LEASE;
 pub use view::{ApprovalEvent, ApprovalView, Outcome};
@@ -87,6 +87,9 @@ struct Inner {
     poll: Duration,
     waiting: Mutex<HashMap<String, Waiter>>,
     events: broadcast::Sender<ApprovalEvent>,
+    /// Set once the daemon stops ([`Approvals::stop`]): the reason every call held from
+    /// then on is cancelled with, at once.
+    stopping: Mutex<Option<String>>,
 }
 
 impl Approvals {
@@ -105,6 +108,7 @@ impl Approvals {
             poll: poll.max(Duration::from_millis(10)),
             waiting: Mutex::default(),
             events: broadcast::channel(256).0,
+            stopping: Mutex::default(),
         });
         if let Some(store) = &inner.store {
             wake::listen(store.as_ref(), Arc::downgrade(&inner));
@@ -210,7 +214,34 @@ impl Approvals {
             run_id: record.run_id.clone(),
             approval: Box::new(ApprovalView::from(&record)),
         });
+        // Checked after the waiter is in the map: a stop that began meanwhile either saw it
+        // there or is seen here (cancelling twice is one conditional update that wins once).
+        let stopping = self.stopping();
+        if let Some(reason) = stopping {
+            self.cancel(ns, &record.id, reason).await;
+        }
         Ok(Held::new(self.clone(), record, rx, wake, timeout))
+    }
+
+    /// Why this daemon is stopping, once it is.
+    fn stopping(&self) -> Option<String> {
+        self.inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The daemon stops: every call it holds is cancelled for `reason` (the bridge gets the
+    /// answers now, so its tool calls return and it can stop within its stop timeout), and
+    /// so is any call held from now on. Returns how many were cancelled now. Idempotent.
+    pub async fn stop(&self, reason: &str) -> usize {
+        *self
+            .inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(reason.to_string());
+        self.cancel_held(reason).await
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiter>> {

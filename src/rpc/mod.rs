@@ -38,6 +38,8 @@ pub struct RpcState {
     /// Told of each committed append, with its event document (the traces build runs'
     /// spans of them as they come).
     pub run_event: Option<run_log::RunEventHook>,
+    /// The runs of a supervised bridge (`callbackd run`), noted as they start and end.
+    pub bridge_runs: crate::bridge::BridgeRuns,
 }
 
 impl From<StoreError> for ConnectError {

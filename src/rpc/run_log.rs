@@ -54,12 +54,13 @@ impl Lifecycle {
         match message.get("type").and_then(Value::as_str)? {
             "request" => Some(Lifecycle::Started { run_id }),
             "status" => {
-                let status = message.get("status").and_then(Value::as_str)?;
-                matches!(status, "FINISHED" | "CANCELLED" | "EXPIRED" | "ERROR").then(|| {
-                    Lifecycle::Ended {
-                        run_id,
-                        status: status.to_ascii_lowercase(),
-                    }
+                let status = message
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .and_then(crate::run::RunStatus::parse_event)?;
+                status.is_terminal().then(|| Lifecycle::Ended {
+                    run_id,
+                    status: status.to_string(),
                 })
             }
             "usage" => {

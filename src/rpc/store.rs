@@ -21,6 +21,7 @@ use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallStoreRequest, CallStoreResponse};
+use crate::run::RunStatus;
 use crate::store::{Namespace, StoreCall, StoreOutput};
 
 /// The request as the JSON codec carries it; `input` stays raw JSON text. An unknown field
@@ -105,15 +106,12 @@ fn run_ended(call: &StoreCall) -> Option<(String, String)> {
         return None;
     };
     let text = doc.json.as_str();
-    if !["finished", "error", "cancelled", "expired"]
-        .iter()
-        .any(|s| text.contains(s))
-    {
+    if !RunStatus::terminal().any(|s| text.contains(s.as_str())) {
         return None;
     }
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let status = v.get("status")?.as_str()?;
-    crate::approvals::run_has_ended(status).then(|| (doc.run_id.clone(), status.to_string()))
+    let status = RunStatus::of_doc(&v).filter(|s| s.is_terminal())?;
+    Some((doc.run_id.clone(), status.to_string()))
 }
 
 async fn handle(
@@ -134,6 +132,8 @@ async fn handle(
             (StoreCall::EventsAppend(e), Some(_)) => Some(e.run_id.clone()),
             _ => None,
         };
+        let run_doc = matches!(call, StoreCall::RunsCreate(_) | StoreCall::RunsUpdate(_))
+            .then(|| call.clone());
         match state.store.call(ns, call).await {
             Ok(output) => {
                 quotas.done(admitted);
@@ -141,6 +141,9 @@ async fn handle(
                     (&state.run_event, &appended_to, output.as_deref())
                 {
                     hook(ns, run_id, doc);
+                }
+                if let Some(call) = run_doc {
+                    state.bridge_runs.note(ns, &call);
                 }
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.record(ns, &state.metrics);

@@ -9,12 +9,16 @@
 //! The bridge runs in its own process group, because `bin/cursor-sdk-bridge` is an `sh`
 //! wrapper that runs node as a child: signalling only the wrapper's pid would orphan node.
 //! Lifetime, in order:
-//! 1. SIGINT and SIGTERM sent to callbackd are forwarded to the bridge's group (SIGHUP reloads
+//! 1. SIGINT and SIGTERM sent to callbackd first begin the stop (no new turn; every held call
+//!    cancelled, "callbackd is stopping", so the bridge's tool calls return and it can stop by
+//!    itself), then are forwarded to the bridge's group (SIGHUP reloads
 //!    callbackd's namespaces and tokens instead, docs/namespaces.md); if the
 //!    bridge has not exited [`RunOptions::stop_timeout`] after the first one, the group gets
 //!    SIGKILL.
 //! 2. Once the bridge has exited (after a signal or on its own), what is left of its group gets
 //!    SIGTERM (unless it already had one) and SIGKILL when the stop timeout runs out.
+//!    The runs the bridge left unfinished are then ended by callbackd (`error`, "the bridge
+//!    that ran it stopped", see `bridge::runs_file`).
 //! 3. The daemon stops accepting, drains in-flight callbacks and closes the store.
 //! 4. callbackd exits with the bridge's status, 128 + the signal number if a signal ended it;
 //!    0 if what ended it was a stop signal callbackd forwarded and its group was gone without
@@ -146,6 +150,8 @@ pub async fn run(
     let app = app.build().await?;
     let flags = app.bridge_args(&opts.namespace)?;
     let api = app.api().clone();
+    // Its runs are ours to end once it is gone (and a restart's, if we die first).
+    let bridge_runs = app.claim_bridge_runs(&opts.namespace);
     let (bridge_model, bridge_key) = app.bridge_defaults();
     // Announced once the bridge answers and the run API drives it (`start`), not before.
     let mut ready_line = Some(ready_line::ReadyLine::of(&app, &opts.namespace, true));
@@ -185,6 +191,7 @@ pub async fn run(
     // 1. Until the bridge exits: forward signals; the daemon serves meanwhile.
     let mut server_failed = false;
     let mut relay_ended = false;
+    let mut stop_begun = false;
     let status = loop {
         tokio::select! {
             status = bridge.child.wait() => break status,
@@ -213,7 +220,15 @@ pub async fn run(
                 bridge.release_ready_line();
                 bridge.ready_json = Some(json);
             }
-            sig = signals.recv() => bridge.forward(sig),
+            sig = signals.recv() => {
+                // Held calls first (and no new turn): the bridge's tool calls return, so it
+                // can stop by itself within the stop timeout. Only then is it told to stop.
+                if !stop_begun {
+                    stop_begun = true;
+                    api.begin_stop(crate::app::STOPPING).await;
+                }
+                bridge.forward(sig);
+            }
             () = until(bridge.kill_at) => bridge.kill(),
             res = &mut server, if !server_failed => {
                 // run_until only returns once told to: this is a panic or a bug.
@@ -240,6 +255,13 @@ pub async fn run(
         exit => exit,
     };
     tracing::info!(pid = bridge.pgid.as_raw(), "{exit}");
+    // Runs it left unfinished: no bridge will finish them (their streams end now).
+    crate::app::end_bridge_runs(
+        &api,
+        &bridge_runs,
+        &format!("the bridge that ran it stopped ({exit})"),
+    )
+    .await;
     if let Some(watchdog) = watchdog {
         watchdog.release().await;
     }

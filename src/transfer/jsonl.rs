@@ -25,14 +25,7 @@ pub const CHECKPOINTS: &str = "checkpoints.ndjson";
 pub const FILES: [&str; 4] = [AGENTS, RUNS, RUN_EVENTS, CHECKPOINTS];
 
 const AGENT_STATUSES: [&str; 4] = ["idle", "running", "error", "archived"];
-const RUN_STATUSES: [&str; 6] = [
-    "queued",
-    "running",
-    "finished",
-    "error",
-    "cancelled",
-    "expired",
-];
+const RUN_STATUSES: [&str; 6] = crate::run::RunStatus::NAMES;
 
 fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, String> {
     v.as_object()

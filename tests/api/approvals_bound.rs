@@ -10,12 +10,19 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use std::os::unix::process::ExitStatusExt;
+
 use crate::helpers::{run, TestApp, TOOL_PATH};
 
 const T: Duration = Duration::from_secs(10);
 
-fn marker_tool(marker: &Path, extra: &str) -> callbackd::config::CommandToolConfig {
-    toml::from_str(&format!(
+pub(crate) fn marker_tool(marker: &Path, extra: &str) -> callbackd::config::CommandToolConfig {
+    toml::from_str(&marker_tool_toml(marker, extra)).unwrap()
+}
+
+/// [`marker_tool`] as the TOML of a `[[tools.command]]` entry.
+fn marker_tool_toml(marker: &Path, extra: &str) -> String {
+    format!(
         r#"
 name = "deploy"
 description = "Deploys"
@@ -25,8 +32,7 @@ approval = "always"
 {extra}
 "#,
         marker.display()
-    ))
-    .unwrap()
+    )
 }
 
 struct Setup {
@@ -54,7 +60,7 @@ async fn setup(extra: &str, tweak: impl FnOnce(&mut callbackd::config::Config)) 
 
 /// The bridge's tool call to `app`, on a connection of its own, in a task of its own: the
 /// result the model gets.
-fn call(app: &Arc<TestApp>, env: &str) -> tokio::task::JoinHandle<Value> {
+pub(crate) fn call(app: &Arc<TestApp>, env: &str) -> tokio::task::JoinHandle<Value> {
     call_tool(app, "deploy", &json!({"env": env}))
 }
 
@@ -94,7 +100,7 @@ async fn approvals(app: &TestApp, state: &str) -> Vec<Value> {
     list["approvals"].as_array().cloned().unwrap_or_default()
 }
 
-async fn first_pending(app: &TestApp) -> Value {
+pub(crate) async fn first_pending(app: &TestApp) -> Value {
     for _ in 0..250 {
         if let Some(a) = approvals(app, "pending").await.into_iter().next() {
             return a;
@@ -104,7 +110,7 @@ async fn first_pending(app: &TestApp) -> Value {
     panic!("no pending approval appeared");
 }
 
-async fn decide(app: &TestApp, id: &str, body: Value) -> crate::helpers::Resp {
+pub(crate) async fn decide(app: &TestApp, id: &str, body: Value) -> crate::helpers::Resp {
     let token = app.api_token.clone();
     app.api(
         "POST",
@@ -210,22 +216,408 @@ async fn a_second_daemon_leaves_the_first_ones_approval_pending_and_its_decision
     b.stop().await;
 }
 
+/// The path a user has: `callbackd run` with a bridge process under it, SIGTERM while a call
+/// waits for a person. The fake bridge behaves as the real one does on SIGTERM: it stops only
+/// once its tool calls have returned (the real one closes its server, which waits for them).
+/// So the held call must be answered before the bridge is told to stop: otherwise the bridge
+/// waits, is SIGKILLed at the stop timeout, and callbackd exits 137.
 #[tokio::test]
 async fn stopping_the_daemon_cancels_held_calls_first_and_records_why() {
-    let s = setup("", |c| c.server.shutdown_grace_ms = 20_000).await;
-    let task = call(&s.app, "prod");
-    first_pending(&s.app).await;
-    let app = Arc::try_unwrap(s.app).unwrap_or_else(|_| panic!("shared"));
-    // The call holds a clone of the app's address only: stopping must answer it.
-    let stopping = tokio::spawn(app.stop());
-    let result = tokio::time::timeout(Duration::from_secs(5), task)
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = marker_dir.path().join("ran.json");
+    let (dir, mut supervised, call, card) = supervised_with_a_held_call(&marker).await;
+    supervised.signal(nix::sys::signal::Signal::SIGTERM);
+    let (status, stderr) = supervised.wait_exit(supervise::STOP_TIMEOUT + Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0), "{status:?}\n{stderr}");
+    assert!(!stderr.contains("SIGKILL"), "{stderr}");
+    assert!(
+        dir.path().join("stopped").exists(),
+        "the bridge did not stop by itself\n{stderr}"
+    );
+    let (code, answer) = call.join().unwrap().expect("the held call was answered");
+    assert_eq!(code, 200, "{answer}");
+    assert!(
+        text(&answer["result"]).contains("callbackd is stopping"),
+        "{answer}"
+    );
+    assert!(!marker.exists(), "the tool ran");
+    // The stored record, read by a daemon started again on the same store.
+    let app = TestApp::spawn_in(dir, |c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    let one = app
+        .api_get(&format!("/v1/approvals/{}", card["id"].as_str().unwrap()))
         .await
-        .expect("a held call delays shutdown")
+        .json();
+    assert_eq!(one["state"], "cancelled", "{one}");
+    assert_eq!(one["decided_by"], "callbackd", "{one}");
+    assert_eq!(one["reason"], "callbackd is stopping", "{one}");
+    app.stop().await;
+}
+
+/// The bridge's session `a1` and its running run `r1` in a supervised daemon on a new
+/// store, stored the way the bridge stores them, and its `deploy` call held; returns the
+/// store's directory, the daemon, the held call's thread (it writes `returned` once
+/// answered) and the approval.
+pub(crate) async fn supervised_with_a_held_call(
+    marker: &Path,
+) -> (
+    tempfile::TempDir,
+    supervise::Supervised,
+    std::thread::JoinHandle<Option<(u16, Value)>>,
+    Value,
+) {
+    let app = TestApp::spawn_with(|c| c.tools.command.push(marker_tool(marker, ""))).await;
+    app.running_run_r1().await;
+    let pg = app.pg.clone();
+    let dir = app.stop().await;
+    let supervised =
+        supervise::Supervised::start(dir.path(), pg.as_ref(), &marker_tool_toml(marker, ""));
+    let addr = supervised.addr;
+    let mut r = crate::helpers::run("a1", "r1", 1);
+    r["status"] = json!("running");
+    let body = json!({"substore": "runs", "method": "update", "input": {"run": r}});
+    let store = "/sdk.v1.SdkStoreCallbackService/CallStore";
+    let (code, answer) = supervise::http(addr, "POST", store, supervise::STORE_TOKEN, &body);
+    assert_eq!(code, 200, "{answer}");
+    let call = std::thread::spawn({
+        let returned = dir.path().join("returned");
+        move || {
+            let body = json!({"toolName": "deploy", "args": {"env": "prod"},
+                              "toolCallId": "toolu_1", "agentId": "a1"});
+            let answer = supervise::try_http(addr, "POST", TOOL_PATH, supervise::TOOL_TOKEN, &body);
+            std::fs::write(returned, b"").unwrap();
+            answer
+        }
+    });
+    let deadline = std::time::Instant::now() + T;
+    let card = loop {
+        let (_, list) = supervise::http(
+            addr,
+            "GET",
+            "/v1/approvals",
+            supervise::API_TOKEN,
+            &Value::Null,
+        );
+        if let Some(a) = list["approvals"].get(0) {
+            break a.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call was never held"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (dir, supervised, call, card)
+}
+
+/// After the bridge's run was lost (`how`), a daemon on the same store: the run ended
+/// `error` with the reason, every stream of it ends, its approval is cancelled with the same
+/// reason, the tool never ran, and the session is free again.
+async fn the_lost_run_has_ended(app: &TestApp, card: &Value, marker: &Path, how: &str) {
+    let run = app.api_get("/v1/runs/r1").await.json();
+    assert_eq!(run["status"], "error", "{how}: {run}");
+    assert!(!run["ended_at"].is_null(), "{how}: {run}");
+    let replay = app.stream("r1", None).await.collect(T).await;
+    let last = replay.last().expect("a replay");
+    assert_eq!(last.kind(), "error", "{how}: {replay:?}");
+    assert!(
+        last.data()
+            .unwrap()
+            .to_string()
+            .contains("the bridge that ran it stopped"),
+        "{how}: {replay:?}"
+    );
+    let id = card["id"].as_str().unwrap();
+    let one = app.api_get(&format!("/v1/approvals/{id}")).await.json();
+    assert_eq!(one["state"], "cancelled", "{how}: {one}");
+    assert!(
+        one["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the bridge that ran it stopped"),
+        "{how}: {one}"
+    );
+    let late = decide(app, id, json!({"decision": "approve"})).await;
+    assert_eq!(late.status, 409, "{how}: {}", late.text());
+    assert!(!marker.exists(), "{how}: the tool ran");
+    let session = app.api_get("/v1/sessions/a1").await.json();
+    assert!(session["active_run_id"].is_null(), "{how}: {session}");
+    let token = app.api_token.clone();
+    let del = app.api("DELETE", "/v1/sessions/a1", Some(&token), "").await;
+    assert_eq!(del.status, 204, "{how}: {}", del.text());
+}
+
+/// The bridge alone dies (a node crash): callbackd exits with its status, and before that
+/// ends the run it left, so the restarted daemon finds it ended.
+#[tokio::test]
+async fn when_the_supervised_bridge_dies_its_runs_end_with_the_reason() {
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = marker_dir.path().join("ran.json");
+    let (dir, mut supervised, call, card) = supervised_with_a_held_call(&marker).await;
+    let pid: i32 = std::fs::read_to_string(dir.path().join("bridge.pid"))
+        .unwrap()
+        .trim()
+        .parse()
         .unwrap();
-    assert!(text(&result).contains("callbackd is stopping"), "{result}");
-    let dir = stopping.await.unwrap();
-    assert!(!s.marker.exists());
-    let _ = dir;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let (status, stderr) = supervised.wait_exit(supervise::STOP_TIMEOUT + Duration::from_secs(5));
+    assert_eq!(status.code(), Some(137), "{status:?}\n{stderr}");
+    let answer = call.join().unwrap();
+    assert!(
+        answer.is_some_and(|(_, a)| a.to_string().contains("the bridge that ran it stopped")),
+        "{stderr}"
+    );
+    let app = TestApp::spawn_in(dir, |c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    the_lost_run_has_ended(&app, &card, &marker, "bridge killed").await;
+    app.stop().await;
+}
+
+/// callbackd is killed (-9; its watchdog stops the bridge): the daemon started next on the
+/// same data directory and store ends the run at its start.
+#[tokio::test]
+async fn after_a_kill_of_callbackd_the_next_start_ends_the_runs_its_bridge_left() {
+    let marker_dir = tempfile::tempdir().unwrap();
+    let marker = marker_dir.path().join("ran.json");
+    let (dir, mut supervised, call, card) = supervised_with_a_held_call(&marker).await;
+    supervised.signal(nix::sys::signal::Signal::SIGKILL);
+    let (status, _) = supervised.wait_exit(Duration::from_secs(5));
+    assert_eq!(status.signal(), Some(9));
+    call.join().unwrap();
+    // Before the restart: still `running` in the store; nothing else ended it.
+    let app = TestApp::spawn_in(dir, |c| c.tools.command.push(marker_tool(&marker, ""))).await;
+    the_lost_run_has_ended(&app, &card, &marker, "callbackd killed").await;
+    app.stop().await;
+}
+
+#[path = "../common/fake_ping.rs"]
+mod fake_ping;
+
+/// `callbackd run` with the fake bridge, on a test's directory and store.
+pub(crate) mod supervise {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::SocketAddr;
+    use std::path::Path;
+    use std::process::{Child, Command, ExitStatus, Stdio};
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use serde_json::Value;
+
+    use crate::helpers::PgTarget;
+
+    use super::fake_ping;
+
+    pub const STORE_TOKEN: &str = "store-token-of-the-supervised-test";
+    pub const TOOL_TOKEN: &str = "tool-token-of-the-supervised-test";
+    pub const API_TOKEN: &str = "api-token-of-the-supervised-test";
+    pub const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// On SIGTERM it waits for the file `returned` (its tool call got its answer), then
+    /// writes `stopped` and exits 0: the real bridge's shutdown waits for its calls too.
+    const FAKE_BRIDGE: &str = r#"
+d="$FAKE_DIR"
+trap 'while [ ! -e "$d/returned" ]; do sleep 0.05; done; echo > "$d/stopped"; exit 0' TERM
+echo $$ > "$d/bridge.pid"
+echo secret > "$d/auth-token"
+printf 'cursor-sdk-bridge ready {"url":"%s","pid":%s,"authTokenFile":"%s"}\n' \
+  "$FAKE_BRIDGE_URL" $$ "$d/auth-token" >&2
+while :; do sleep 0.05; done
+"#;
+
+    pub struct Supervised {
+        child: Child,
+        pub addr: SocketAddr,
+        lines: mpsc::Receiver<String>,
+        stderr: Vec<String>,
+    }
+
+    impl Supervised {
+        /// `callbackd run` on `dir`'s store (the SQLite file `test.db`, or `pg`'s schema)
+        /// with the tools of `tools_toml`; returns once callbackd is ready.
+        pub fn start(dir: &Path, pg: Option<&PgTarget>, tools_toml: &str) -> Supervised {
+            let mut toml = String::new();
+            if let Some(pg) = pg {
+                // `path` anchors the data directory (tokens, runs files) as TestApp's does.
+                toml.push_str(&format!(
+                    "[store]\nbackend = \"postgres\"\nurl = \"{}\"\nschema = \"{}\"\npath = \"{}\"\n",
+                    pg.url,
+                    pg.schema,
+                    dir.join("test.db").display()
+                ));
+            }
+            toml.push_str(&format!("[[tools.command]]\n{tools_toml}"));
+            let config = dir.join("supervised.toml");
+            std::fs::write(&config, toml).unwrap();
+            std::fs::write(dir.join("bridge.sh"), FAKE_BRIDGE).unwrap();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_callbackd"))
+                .arg("run")
+                .arg("--config")
+                .arg(&config)
+                .args(pg.is_none().then_some("--db"))
+                .args(pg.is_none().then(|| dir.join("test.db")))
+                .arg("--stop-timeout")
+                .arg(STOP_TIMEOUT.as_secs().to_string())
+                .arg("--")
+                .arg("/bin/sh")
+                .arg(dir.join("bridge.sh"))
+                .env("FAKE_DIR", dir)
+                .env("FAKE_BRIDGE_URL", fake_ping::fake_bridge_url())
+                .env("CALLBACKD_STORE_TOKEN", STORE_TOKEN)
+                .env("CALLBACKD_TOOL_TOKEN", TOOL_TOKEN)
+                .env("CALLBACKD_API_TOKEN", API_TOKEN)
+                .env_remove("CALLBACKD_LISTEN")
+                .env_remove("CALLBACKD_CONFIG")
+                .env_remove("CALLBACKD_DB")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn callbackd run");
+            let stderr = child.stderr.take().unwrap();
+            let (tx, lines) = mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+            let mut me = Supervised {
+                child,
+                addr: "127.0.0.1:1".parse().unwrap(),
+                lines,
+                stderr: Vec::new(),
+            };
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let ready = loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match me.lines.recv_timeout(left) {
+                    Ok(line) => {
+                        me.stderr.push(line.clone());
+                        if let Some(json) = line.strip_prefix("callbackd ready ") {
+                            break serde_json::from_str::<Value>(json).unwrap();
+                        }
+                    }
+                    Err(_) => panic!("callbackd run was never ready:\n{}", me.stderr.join("\n")),
+                }
+            };
+            let url = ready["url"].as_str().unwrap();
+            me.addr = url
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .parse()
+                .unwrap();
+            me
+        }
+
+        pub fn signal(&self, sig: nix::sys::signal::Signal) {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), sig)
+                .unwrap();
+        }
+
+        /// Waits for callbackd to exit; its status and all of its stderr.
+        pub fn wait_exit(&mut self, timeout: Duration) -> (ExitStatus, String) {
+            let deadline = Instant::now() + timeout;
+            let status = loop {
+                if let Some(status) = self.child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "callbackd did not exit within {timeout:?}:\n{}",
+                    self.stderr.join("\n")
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+                self.stderr.push(line);
+            }
+            (status, self.stderr.join("\n"))
+        }
+    }
+
+    impl Drop for Supervised {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// [`http`], or `None` when the daemon went away before it answered.
+    pub fn try_http(
+        addr: SocketAddr,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> Option<(u16, Value)> {
+        let (addr, method, path, token, body) = (
+            addr,
+            method.to_string(),
+            path.to_string(),
+            token.to_string(),
+            body.clone(),
+        );
+        std::thread::spawn(move || http(addr, &method, &path, &token, &body))
+            .join()
+            .ok()
+    }
+
+    /// One request over a connection of its own (blocking): the status and the JSON body.
+    pub fn http(
+        addr: SocketAddr,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: &Value,
+    ) -> (u16, Value) {
+        let body = if body.is_null() {
+            String::new()
+        } else {
+            body.to_string()
+        };
+        let mut conn = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            conn,
+            "{method} {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             authorization: Bearer {token}\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut raw = Vec::new();
+        conn.read_to_end(&mut raw).unwrap();
+        let raw = String::from_utf8_lossy(&raw);
+        let (head, rest) = raw.split_once("\r\n\r\n").expect("an HTTP answer");
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let text = if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(rest)
+        } else {
+            rest.to_string()
+        };
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    fn dechunk(mut rest: &str) -> String {
+        let mut out = String::new();
+        while let Some((size, tail)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            out.push_str(&tail[..n]);
+            rest = &tail[n + 2..];
+        }
+        out
+    }
 }
 
 #[tokio::test]

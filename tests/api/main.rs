@@ -20,6 +20,7 @@ mod postgres;
 mod run_api;
 mod run_api_browser;
 mod run_api_exact;
+mod runs_end;
 mod see;
 mod sse;
 mod store_agents;

@@ -558,21 +558,6 @@ async fn bad_requests_get_problems_and_change_nothing() {
 }
 
 #[tokio::test]
-async fn a_running_run_with_no_bridge_cancel_is_501() {
-    let app = TestApp::spawn().await;
-    setup(&app, "r1", "running").await;
-    let token = app.api_token.clone();
-    let r = app
-        .api("POST", "/v1/runs/r1/cancel", Some(&token), "")
-        .await;
-    assert_eq!(r.status, 501, "{}", r.text());
-    assert!(r.json()["detail"]
-        .as_str()
-        .unwrap()
-        .contains("callbackd run"));
-}
-
-#[tokio::test]
 async fn too_many_streams_are_refused_with_their_own_cap() {
     let app = TestApp::spawn_with(|c| {
         c.api.max_streams = 1;

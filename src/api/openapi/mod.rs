@@ -277,10 +277,11 @@ pub const ROUTES: &[Route] = &[
         method: "post",
         path: "/v1/runs/{run_id}/cancel",
         operation_id: "cancelRun",
-        summary: "Cancel a run (CancelRun on the bridge)",
+        summary: "Cancel a run (CancelRun on the bridge); a run no bridge knows (its bridge \
+                  is gone) is ended by callbackd itself, `cancelled`",
         request: None,
         answer: Answer::Accepted,
-        needs_bridge: true,
+        needs_bridge: false,
         write: true,
         handler: || post(runs::cancel),
     },
