@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::problem::{Problem, ProblemCode};
+use super::tool_account::{self, Beside, Decision, QuestionRecord, ToolCall};
 use crate::clock::rfc3339_ms;
-use crate::store::records::{ToolCallRecord, ToolOutcome};
 
 /// One stored run event, as read from the store.
 #[derive(Debug, Clone)]
@@ -64,6 +64,9 @@ pub enum Durable {
         #[schemars(with = "Vec<super::schema::PlanItem>")]
         items: Vec<Value>,
     },
+    /// How a tool call ended, as every view tells it (see [`ToolCall`]). A call still open
+    /// when its run ended gets one (`cancelled`) just before the run's terminal event, with
+    /// that event's seq.
     ToolCompleted {
         tool_call_id: String,
         tool: String,
@@ -72,12 +75,28 @@ pub enum Durable {
         /// A call held for approval: the wait for the person (not in `duration_ms`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         waited_ms: Option<i64>,
-        /// The call's result as the bridge stored it (`{status, value}`, JSON); over
+        /// What the tool ran with (the approved arguments, edited or not); over
         /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
-        /// `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
+        /// `truncated: true`, like `result`.
+        #[schemars(with = "Option<super::schema::Object>")]
+        arguments: Value,
+        /// What the model asked, present only when a person changed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<super::schema::Object>")]
+        requested_arguments: Option<Value>,
+        /// What the tool returned, its own JSON (a custom tool's as callbackd recorded it,
+        /// a built-in's as the bridge stored it); over [`FULL_VALUE_BYTES`] of JSON text, a
+        /// string of its first bytes and `truncated: true`
+        /// (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
         result: Value,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
+        /// A held call: the decision on it (who, when, how, why).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Decision>,
+        /// An `ask_user` call: the question and the answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question: Option<QuestionRecord>,
     },
     ToolOutcomeUnknown {
         tool_call_id: String,
@@ -174,9 +193,19 @@ pub enum Control {
         approval: Box<crate::approvals::ApprovalView>,
     },
     /// The model asks the person (built-in `ask_user`): answer with
-    /// `POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
-    /// while it is open; its end is an `approval_resolved` with its id.
+    /// `POST /v1/runs/{run_id}/resume` `{question_id, answer}` (or `callbackd answer`).
+    /// Sent on every (re)connect while it is open; its end is a `question_resolved` with its
+    /// id (and, durably, the `ask_user` call's `tool_completed` with the question and answer).
     Question { question: QuestionView },
+    /// An open question ended: `answered` (with the answer and who gave it), `expired` or
+    /// `cancelled` (`reason` says why).
+    QuestionResolved {
+        question_id: String,
+        outcome: String,
+        answer: Option<String>,
+        by: Option<String>,
+        reason: Option<String>,
+    },
     /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
     /// (`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
     /// runs with arguments a person edited.
@@ -231,14 +260,20 @@ pub struct RunMapper {
     step_index: u32,
     usage: Value,
     last_text: Option<String>,
-    /// tool_call_id -> (tool name, createdAt of its `running` event)
-    tools: HashMap<String, (String, i64)>,
-    records: Vec<ToolCallRecord>,
+    /// Every tool call so far, in the order they started.
+    calls: Vec<ToolCall>,
+    /// tool_call_id -> (index in `calls`, createdAt of its `running` event) of the calls
+    /// that have not ended.
+    open: HashMap<String, (usize, i64)>,
+    beside: Beside,
+    /// The `tool_completed` of the calls the last mapped event (a terminal one) closed.
+    closed: Vec<Durable>,
 }
 
 impl RunMapper {
-    /// `run_doc` is the run document (for the model and the session id).
-    pub fn new(run_doc: &Value, records: Vec<ToolCallRecord>) -> Self {
+    /// `run_doc` is the run document (for the model and the session id); `beside`,
+    /// callbackd's records of the run.
+    pub fn new(run_doc: &Value, beside: Beside) -> Self {
         RunMapper {
             session_id: run_doc
                 .get("agentId")
@@ -253,18 +288,66 @@ impl RunMapper {
             step_index: 0,
             usage: Value::Null,
             last_text: None,
-            tools: HashMap::new(),
-            records,
+            calls: Vec::new(),
+            open: HashMap::new(),
+            beside,
+            closed: Vec::new(),
         }
     }
 
-    pub fn set_records(&mut self, records: Vec<ToolCallRecord>) {
-        self.records = records;
+    pub fn set_beside(&mut self, beside: Beside) {
+        self.beside = beside;
+    }
+
+    /// The run's tool calls so far, in the order they started.
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.calls
+    }
+
+    /// The `tool_completed` events of the calls still open when the run ended, which the
+    /// last mapped (terminal) event closed: each is sent just before it.
+    pub fn take_closed(&mut self) -> Vec<Durable> {
+        std::mem::take(&mut self.closed)
     }
 
     /// The stream event of stored event `ev` (which must be the run's next one). Snapshot
     /// deltas are 0 here; the stream sets the recorded value.
     pub fn map(&mut self, ev: &StoredEvent) -> Durable {
+        self.closed.clear();
+        let event = self.map_one(ev);
+        if event.is_terminal() {
+            self.close_open(ev.created_at_ms);
+        }
+        event
+    }
+
+    /// Every call still open ends with the run: cancelled (the bridge will not store its
+    /// completion). Made from the stored events alone, so a replay makes the same.
+    fn close_open(&mut self, at_ms: i64) {
+        let mut open: Vec<(String, (usize, i64))> = self.open.drain().collect();
+        open.sort_by_key(|(_, (i, _))| *i);
+        for (_, (i, _)) in open {
+            let call = &mut self.calls[i];
+            call.outcome = "cancelled";
+            call.ended_at = Some(rfc3339_ms(at_ms));
+            let (arguments, truncated) = capped(call.arguments.clone());
+            self.closed.push(Durable::ToolCompleted {
+                tool_call_id: call.tool_call_id.clone(),
+                tool: call.tool.clone(),
+                outcome: "cancelled",
+                duration_ms: None,
+                waited_ms: None,
+                arguments,
+                requested_arguments: None,
+                result: Value::Null,
+                truncated,
+                decision: None,
+                question: None,
+            });
+        }
+    }
+
+    fn map_one(&mut self, ev: &StoredEvent) -> Durable {
         let message = ev.payload.get("message");
         let sdk = ev.payload.get("type").and_then(Value::as_str) == Some("sdk_message");
         let (Some(message), true) = (message, sdk) else {
@@ -365,19 +448,41 @@ impl RunMapper {
             (n, _) => n.to_string(),
         };
         let status = message.get("status").and_then(Value::as_str).unwrap_or("");
+        let requested = tool_arguments(message);
         if status == "running" {
-            self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            // A repeated `running` event of an open call replaces its entry.
+            let index = match self.open.get(&call_id) {
+                Some(&(i, _)) => i,
+                None => {
+                    self.calls.push(ToolCall::default());
+                    self.calls.len() - 1
+                }
+            };
+            self.open.insert(call_id.clone(), (index, at_ms));
+            self.calls[index] = ToolCall {
+                tool_call_id: call_id.clone(),
+                tool: tool.clone(),
+                outcome: "running",
+                started_at: rfc3339_ms(at_ms),
+                ended_at: None,
+                duration_ms: None,
+                waited_ms: None,
+                arguments: requested.clone(),
+                requested_arguments: None,
+                result: Value::Null,
+                cut_off: false,
+                decision: None,
+                question: None,
+            };
             if tool == crate::tools::builtin::update_plan::NAME {
-                if let Ok(items) =
-                    crate::tools::builtin::update_plan::items(&tool_arguments(message))
-                {
+                if let Ok(items) = crate::tools::builtin::update_plan::items(&requested) {
                     return Durable::Plan {
                         tool_call_id: call_id,
                         items: items.clone(),
                     };
                 }
             }
-            let (arguments, truncated) = capped(tool_arguments(message));
+            let (arguments, truncated) = capped(requested);
             return Durable::ToolStarted {
                 tool_call_id: call_id,
                 tool,
@@ -385,23 +490,18 @@ impl RunMapper {
                 truncated,
             };
         }
-        let (result, truncated) = capped(message.get("result").cloned().unwrap_or(Value::Null));
+        let (index, started) = match self.open.remove(&call_id) {
+            Some((i, t)) => (Some(i), Some(t)),
+            None => (None, None),
+        };
+        let record = self.beside.record(&call_id);
+        let approval = self.beside.approval(&call_id);
+        let raw = message.get("result").cloned().unwrap_or(Value::Null);
         // The execution time: callbackd's record of a custom tool's call (final before the
         // bridge stores the completion; a call held for approval starts when approved), else
         // the time between the stored `running` and completion events.
-        let executed = self
-            .records
-            .iter()
-            .rev()
-            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
-            .and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
-        let waited_ms = self
-            .records
-            .iter()
-            .rev()
-            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
-            .and_then(|r| r.waited_ms);
-        let started = self.tools.get(&call_id).map(|(_, t)| *t);
+        let executed = record.and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
+        let waited_ms = record.and_then(|r| r.waited_ms);
         let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
@@ -411,47 +511,62 @@ impl RunMapper {
                 .pointer("/result/value/isError")
                 .and_then(Value::as_bool)
                 == Some(true);
-        if failed {
-            // The last record of this call id in the run: retries reuse call ids.
-            let record = self
-                .records
-                .iter()
-                .rev()
-                .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()));
-            match record {
-                Some(r) if r.cut_off => {
-                    return Durable::ToolOutcomeUnknown {
-                        tool_call_id: call_id,
-                        tool,
-                        reason: format!(
-                            "callbackd stopped the call mid-execution ({}): its effect is unknown",
-                            r.outcome.as_str()
-                        ),
-                    }
-                }
-                // Held for approval and never run: denied (or expired), or cancelled.
-                Some(r) if matches!(r.outcome, ToolOutcome::Denied | ToolOutcome::Cancelled) => {
-                    return Durable::ToolCompleted {
-                        tool_call_id: call_id,
-                        tool,
-                        outcome: r.outcome.as_str(),
-                        duration_ms,
-                        waited_ms,
-                        result,
-                        truncated,
-                    }
-                }
-                _ => {}
-            }
+        // How it ended: callbackd's record of a custom tool's call, else the bridge's word.
+        let outcome = match record {
+            Some(r) if r.ended_at_ms.is_some() => tool_account::outcome_of(r, approval),
+            _ if failed => "error",
+            _ => "ok",
+        };
+        let (arguments, requested_arguments) =
+            tool_account::arguments_of(requested, record, approval, &tool);
+        let result = record
+            .and_then(|r| r.result.clone())
+            .unwrap_or_else(|| raw.clone());
+        let (decision, question) = tool_account::decision_and_question(approval, &tool);
+        let call = ToolCall {
+            tool_call_id: call_id.clone(),
+            tool: tool.clone(),
+            outcome,
+            started_at: rfc3339_ms(started.unwrap_or(at_ms)),
+            ended_at: Some(rfc3339_ms(at_ms)),
+            duration_ms,
+            waited_ms,
+            arguments: arguments.clone(),
+            requested_arguments: requested_arguments.clone(),
+            result: result.clone(),
+            cut_off: record.is_some_and(|r| r.cut_off),
+            decision: decision.clone(),
+            question: question.clone(),
+        };
+        match index {
+            Some(i) => self.calls[i] = call,
+            None => self.calls.push(call),
         }
+        if let Some(r) = record.filter(|r| r.cut_off && failed) {
+            return Durable::ToolOutcomeUnknown {
+                tool_call_id: call_id,
+                tool,
+                reason: format!(
+                    "callbackd stopped the call mid-execution ({}): its effect is unknown",
+                    r.outcome.as_str()
+                ),
+            };
+        }
+        let (arguments, args_cut) = capped(arguments);
+        let requested_arguments = requested_arguments.map(|r| capped(r).0);
+        let (result, result_cut) = capped(result);
         Durable::ToolCompleted {
             tool_call_id: call_id,
             tool,
-            outcome: if failed { "error" } else { "ok" },
+            outcome,
             duration_ms,
             waited_ms,
+            arguments,
+            requested_arguments,
             result,
-            truncated,
+            truncated: args_cut || result_cut,
+            decision,
+            question,
         }
     }
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::events::{event_json, Durable, RunMapper, StoredEvent};
 use super::reader::Reader;
+use super::tool_account::Beside;
 use super::ApiState;
 use crate::store::Namespace;
 
@@ -73,33 +74,54 @@ impl RunCtx<'_> {
         self.state.reader(self.ns)
     }
 
+    /// callbackd's records of the run: its tool calls and approvals.
+    pub async fn beside(&self) -> Result<Beside, crate::store::StoreError> {
+        Ok(Beside {
+            tool_calls: self
+                .state
+                .records()
+                .tool_calls_of_run(self.ns, self.run_id)
+                .await?,
+            approvals: self
+                .state
+                .approvals()
+                .records()
+                .approvals_of_run(self.ns, self.run_id)
+                .await?,
+        })
+    }
+
     /// The frame of stored event `ev`, mapped by `mapper` (which must be at `ev.seq - 1`).
+    /// The `tool_completed` of calls its run's end closed go before it, without an `id:`
+    /// line: a reader resuming after this seq has seen them.
     pub async fn frame(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Frame {
         let (data, terminal) = self.event(mapper, ev).await;
+        let mut text = String::new();
+        let (last, closed) = data.split_last().expect("one event at least");
+        for d in closed {
+            text.push_str(&format!("data: {d}\n\n"));
+        }
+        text.push_str(&format!("id: {}\ndata: {last}\n\n", ev.seq));
         Frame {
             seq: ev.seq,
-            bytes: Bytes::from(format!("id: {}\ndata: {data}\n\n", ev.seq)),
+            bytes: Bytes::from(text),
             terminal,
         }
     }
 
-    /// The `data:` JSON of stored event `ev` (what a frame and an events page carry), and
-    /// whether it ends the run's stream.
-    pub async fn event(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> (String, bool) {
+    /// The `data:` JSON of stored event `ev` (what a frame and an events page carry): the
+    /// `tool_completed` of the calls a run's end closed, then its own; and whether it ends
+    /// the run's stream.
+    pub async fn event(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> (Vec<String>, bool) {
         let message = ev.payload.get("message");
         let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
         let status = message
             .and_then(|m| m.get("status"))
             .and_then(Value::as_str);
         if kind == Some("tool_call") && status != Some("running") {
-            // How a call ended is in callbackd's record, final before the bridge stores it.
-            if let Ok(records) = self
-                .state
-                .records()
-                .tool_calls_of_run(self.ns, self.run_id)
-                .await
-            {
-                mapper.set_records(records);
+            // How a call ended is in callbackd's records, final before the bridge stores it.
+            if let Ok(beside) = self.beside().await {
+                mapper.set_beside(beside);
             }
         }
         let mut event = mapper.map(ev);
@@ -123,7 +145,12 @@ impl RunCtx<'_> {
                 .await
                 .unwrap_or(sealed.unwrap_or(0));
         }
-        let data = event_json(&event, ev.seq, self.run_id, ev.created_at_ms);
+        let mut data: Vec<String> = mapper
+            .take_closed()
+            .iter()
+            .map(|c| event_json(c, ev.seq, self.run_id, ev.created_at_ms))
+            .collect();
+        data.push(event_json(&event, ev.seq, self.run_id, ev.created_at_ms));
         (data, event.is_terminal())
     }
 
@@ -163,14 +190,9 @@ impl RunCtx<'_> {
     /// A fresh mapper at `pos`: the run's events up to it, mapped and not sent. Its `at`
     /// says how far it truly got: short of `pos` when the run has fewer events stored.
     pub async fn mapper_at(&self, pos: u64) -> Result<Private, FeedError> {
-        let records = self
-            .state
-            .records()
-            .tool_calls_of_run(self.ns, self.run_id)
-            .await
-            .unwrap_or_default();
+        let beside = self.beside().await.unwrap_or_default();
         let mut private = Private {
-            mapper: RunMapper::new(self.run_doc, records),
+            mapper: RunMapper::new(self.run_doc, beside),
             at: 0,
         };
         self.catch_up(&mut private, pos).await?;

@@ -34,6 +34,7 @@ mod session_admin;
 mod sessions;
 mod stream;
 mod stream_token;
+pub mod tool_account;
 mod tool_calls;
 
 pub use caller::{ApiTokens, Caller, Role};

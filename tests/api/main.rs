@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod account;
 mod approvals;
 mod approvals_bound;
 mod backup;

@@ -31,7 +31,7 @@ approval = "always"
 }
 
 /// The bridge's held call: its stored `running` event, then the call (waiting for a person).
-async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle<()> {
+pub(crate) async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle<()> {
     append(
         app,
         "r1",
@@ -54,7 +54,7 @@ async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle
     panic!("no pending approval appeared");
 }
 
-async fn decide(app: &TestApp, decision: &str) {
+pub(crate) async fn decide(app: &TestApp, decision: &str) {
     let id = app.api_get("/v1/approvals").await.json()["approvals"][0]["id"]
         .as_str()
         .unwrap()

@@ -15,6 +15,7 @@ macro_rules! migrations {
             "0006_forks",
             "0007_approval_confirm",
             "0008_see",
+            "0009_tool_call_values",
         )
     };
     (@files $dir:literal: $($name:literal),* $(,)?) => {
