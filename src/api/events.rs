@@ -330,6 +330,16 @@ impl RunMapper {
             let call = &mut self.calls[i];
             call.outcome = "cancelled";
             call.ended_at = Some(rfc3339_ms(at_ms));
+            // A decision recorded before the run's end (`POST .../cancel` cancels the held
+            // calls before it tells the bridge) is told; one recorded after it (the end
+            // detected when the bridge stored it) is the same for every reader: left out.
+            let approval = self
+                .beside
+                .approval(&call.tool_call_id)
+                .filter(|a| a.state != "pending" && a.decided_at_ms.is_some_and(|d| d <= at_ms));
+            let (decision, question) = tool_account::decision_and_question(approval, &call.tool);
+            call.decision = decision.clone();
+            call.question = question.clone();
             let (arguments, truncated) = capped(call.arguments.clone());
             self.closed.push(Durable::ToolCompleted {
                 tool_call_id: call.tool_call_id.clone(),
@@ -341,10 +351,15 @@ impl RunMapper {
                 requested_arguments: None,
                 result: Value::Null,
                 truncated,
-                decision: None,
-                question: None,
+                decision,
+                question,
             });
         }
+    }
+
+    /// Whether a call is open (started, not ended): the run's end would close it.
+    pub fn has_open(&self) -> bool {
+        !self.open.is_empty()
     }
 
     fn map_one(&mut self, ev: &StoredEvent) -> Durable {
@@ -500,9 +515,11 @@ impl RunMapper {
         // The execution time: callbackd's record of a custom tool's call (final before the
         // bridge stores the completion; a call held for approval starts when approved), else
         // the time between the stored `running` and completion events.
-        let executed = record.and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
         let waited_ms = record.and_then(|r| r.waited_ms);
-        let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
+        let duration_ms = match record.and_then(tool_account::executed_ms) {
+            Some(executed) => executed,
+            None => started.map(|s| (at_ms - s).max(0)),
+        };
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
         let failed = status == "error"

@@ -54,6 +54,8 @@ pub async fn send(
         .await?
         .ok_or_else(|| no_session(&session))?;
     let bridge = state.bridge(&caller.ns).get()?;
+    // Until the text is recorded, an early reader's `run_started` waits for it.
+    let mark = state.sending().begin(&caller.ns, &session);
     let (mut stream, run_id, early) =
         start_turn(&state, &bridge, &reader, &session, &agent, &text).await?;
     // Kept beside the run before its stream is opened here: `run_started.input`.
@@ -61,6 +63,7 @@ pub async fn send(
         .records()
         .set_run_input(&caller.ns, &run_id, &text)
         .await?;
+    drop(mark);
     let (relay, intake) = state.live_tokens().relay(&caller.ns, &run_id);
     for t in early {
         intake.push(t);

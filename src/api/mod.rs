@@ -30,6 +30,7 @@ pub(crate) mod reader;
 pub mod retention;
 mod runs;
 mod schema;
+mod sending;
 mod session_admin;
 mod sessions;
 mod stream;
@@ -95,6 +96,7 @@ struct Inner {
     quotas: crate::namespaces::quota::QuotaGate,
     streams: Arc<Semaphore>,
     live: LiveTokens,
+    sending: sending::Sending,
     hub: OnceLock<FollowHub>,
     shutdown: CancellationToken,
     /// The tools each session was created with, so a resume after a bridge restart declares
@@ -132,6 +134,7 @@ impl ApiState {
                 quotas,
                 streams,
                 live: LiveTokens::default(),
+                sending: sending::Sending::default(),
                 hub: OnceLock::new(),
                 shutdown: CancellationToken::new(),
                 session_tools: Mutex::default(),
@@ -200,6 +203,10 @@ impl ApiState {
 
     fn live_tokens(&self) -> &LiveTokens {
         &self.inner.live
+    }
+
+    fn sending(&self) -> &sending::Sending {
+        &self.inner.sending
     }
 
     fn hub(&self) -> &FollowHub {

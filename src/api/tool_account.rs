@@ -115,6 +115,17 @@ pub fn outcome_of(r: &ToolCallRecord, approval: Option<&ApprovalRecord>) -> &'st
     }
 }
 
+/// The execution time callbackd recorded for a call that has ended: `Some(None)` for one that
+/// never ran (denied, expired, or cancelled while it was held: its whole time was the wait,
+/// which is `waited_ms`), `None` when the record has not ended.
+pub fn executed_ms(r: &ToolCallRecord) -> Option<Option<i64>> {
+    let end = r.ended_at_ms?;
+    // A held call that ends unrun records its wait up to its end (started_at never moved).
+    let never_ran = matches!(r.outcome, ToolOutcome::Denied | ToolOutcome::Expired)
+        || r.waited_ms.is_some_and(|w| r.started_at_ms + w == end);
+    Some((!never_ran).then(|| (end - r.started_at_ms).max(0)))
+}
+
 /// The decision and the question of call `id`, from its approval.
 pub fn decision_and_question(
     approval: Option<&ApprovalRecord>,
@@ -218,7 +229,7 @@ pub fn overlay_open(call: &mut ToolCall, beside: &Beside) {
         _ => {
             call.outcome = outcome_of(r, approval);
             call.ended_at = r.ended_at_ms.map(rfc3339_ms);
-            call.duration_ms = r.ended_at_ms.map(|e| (e - r.started_at_ms).max(0));
+            call.duration_ms = executed_ms(r).flatten();
             if let Some(result) = &r.result {
                 call.result = result.clone();
             }

@@ -167,11 +167,13 @@ async fn handle(
                 }
             }
             Held::NotRun(error, outcome) => {
+                let label = outcome.as_str();
                 if let Some(r) = record.take() {
                     r.finish_unrun(outcome, &error).await;
                 }
                 log.error = Some(error.to_string());
-                return Ok((encode(req.codec, &error_result(&error)), "denied"));
+                // `denied`, `expired` or `cancelled`: the same word as every view.
+                return Ok((encode(req.codec, &error_result(&error)), label));
             }
         }
     }

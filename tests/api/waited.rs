@@ -122,6 +122,8 @@ async fn a_held_call_reports_its_wait_apart_from_its_execution() {
     assert_eq!(approved["outcome"], "ok");
     assert_eq!(denied["outcome"], "denied");
     assert!(denied["waited_ms"].as_i64().is_some(), "{denied}");
+    // It never ran: no execution time (its whole time was the wait, issue 35).
+    assert!(denied["duration_ms"].is_null(), "{denied}");
 
     let live = app.stream("r1", Some(0)).await.collect(T).await;
     let ev = completed(&live, "toolu_1");

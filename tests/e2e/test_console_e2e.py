@@ -359,7 +359,7 @@ def test_console_in_a_real_browser(setup_env, browser_env, tmp_path, monkeypatch
         run4 = b("eval", js="() => document.querySelector('.run').dataset.runId")
         calls = api(base, f"/v1/runs/{run4}")["tool_calls"]
         shown = b("eval", js="() => [...document.querySelectorAll('.transcript .tool')].map(li => li.dataset.outcome)")
-        assert len(calls) == 1 and shown == ["abandoned"], (calls, shown)
+        assert len(calls) == 1 and shown == ["cancelled"], (calls, shown)
         b("screenshot", path=str(shots / "6-cancelled.png"))
 
         # The read-only token reads everything and has no send, cancel or new-session controls.
