@@ -93,10 +93,10 @@ pub enum Durable {
         truncated: bool,
         /// A held call: the decision on it (who, when, how, why).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        decision: Option<Decision>,
+        decision: Option<Box<Decision>>,
         /// An `ask_user` call: the question and the answer.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        question: Option<QuestionRecord>,
+        question: Option<Box<QuestionRecord>>,
     },
     ToolOutcomeUnknown {
         tool_call_id: String,
@@ -351,8 +351,8 @@ impl RunMapper {
                 requested_arguments: None,
                 result: Value::Null,
                 truncated,
-                decision,
-                question,
+                decision: decision.map(Box::new),
+                question: question.map(Box::new),
             });
         }
     }
@@ -582,8 +582,8 @@ impl RunMapper {
             requested_arguments,
             result,
             truncated: args_cut || result_cut,
-            decision,
-            question,
+            decision: decision.map(Box::new),
+            question: question.map(Box::new),
         }
     }
 }

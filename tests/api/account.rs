@@ -12,25 +12,30 @@ use serde_json::{json, Value};
 use crate::helpers::TestApp;
 use crate::run_api::append;
 use crate::sse::durable;
-use crate::waited::held_call;
+use crate::waited::{held_call, spawn_deploy};
 
 const T: Duration = Duration::from_secs(10);
 
 /// `deploy` answers the arguments it ran with (a command tool reads them on stdin).
 async fn spawn() -> Arc<TestApp> {
-    let tool: callbackd::config::CommandToolConfig = toml::from_str(
-        r#"
-name = "deploy"
-description = "Deploys"
-argv = ["sh", "-c", "read a; echo \"{\\\"deployed\\\": $a}\""]
-input_schema = { type = "object" }
-approval = "always"
-"#,
-    )
-    .unwrap();
-    let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
-    app.running_run_r1().await;
-    Arc::new(app)
+    spawn_deploy(r#"["sh", "-c", "read a; echo \"{\\\"deployed\\\": $a}\""]"#).await
+}
+
+/// The fields every view gives of a call.
+const ACCOUNT: [&str; 7] = [
+    "arguments",
+    "requested_arguments",
+    "result",
+    "outcome",
+    "duration_ms",
+    "waited_ms",
+    "decision",
+];
+
+fn same_account(view: &Value, state: &Value) {
+    for k in ACCOUNT {
+        assert_eq!(view[k], state[k], "{k}: {view}");
+    }
 }
 
 fn completed(frames: &[crate::sse::Frame], call_id: &str) -> Value {
@@ -113,32 +118,12 @@ async fn an_edited_approval_tells_what_ran_in_every_view() {
     assert_eq!(state["tool_calls"][1]["outcome"], "cancelled", "{state}");
 
     let one = app.api_get("/v1/runs/r1/tool_calls/toolu_1").await.json();
-    for k in [
-        "arguments",
-        "requested_arguments",
-        "result",
-        "outcome",
-        "duration_ms",
-        "waited_ms",
-        "decision",
-    ] {
-        assert_eq!(one[k], call[k], "{k}: {one}");
-    }
+    same_account(&one, call);
     assert_eq!(one["raw_result"]["value"]["isError"], false, "{one}");
 
     let live = tokio::time::timeout(T, live).await.unwrap().unwrap();
     let ev = completed(&live, "toolu_1");
-    for k in [
-        "arguments",
-        "requested_arguments",
-        "result",
-        "outcome",
-        "duration_ms",
-        "waited_ms",
-        "decision",
-    ] {
-        assert_eq!(ev[k], call[k], "{k}: {ev}");
-    }
+    same_account(&ev, call);
     // The held call's end is in the stream, just before the run's.
     let end = completed(&live, "toolu_2");
     assert_eq!(end["outcome"], "cancelled", "{end}");

@@ -15,15 +15,21 @@ const T: Duration = Duration::from_secs(10);
 const HELD_MS: u64 = 1500;
 
 async fn spawn() -> Arc<TestApp> {
-    let tool: callbackd::config::CommandToolConfig = toml::from_str(
+    spawn_deploy(r#"["sh", "-c", "echo '{\"deployed\": true}'"]"#).await
+}
+
+/// A daemon whose `deploy` tool (`argv`, a TOML array) is held for approval on every call,
+/// with run r1 running.
+pub(crate) async fn spawn_deploy(argv: &str) -> Arc<TestApp> {
+    let tool: callbackd::config::CommandToolConfig = toml::from_str(&format!(
         r#"
 name = "deploy"
 description = "Deploys"
-argv = ["sh", "-c", "echo '{\"deployed\": true}'"]
-input_schema = { type = "object" }
+argv = {argv}
+input_schema = {{ type = "object" }}
 approval = "always"
-"#,
-    )
+"#
+    ))
     .unwrap();
     let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
     app.running_run_r1().await;
