@@ -1,6 +1,7 @@
 //! The mapping of stored events to stream events, event by event.
 
 use super::*;
+use crate::api::problem::ProblemCode;
 
 fn ev(seq: u64, message: &Value) -> StoredEvent {
     StoredEvent {

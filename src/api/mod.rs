@@ -13,6 +13,7 @@
 mod approvals;
 mod bridge;
 mod caller;
+mod control;
 mod cors;
 pub(crate) mod events;
 mod feed;
