@@ -108,6 +108,9 @@ pub enum Command {
     Webhooks(WebhooksArgs),
     /// Deny a held tool call: the model gets an error result with the reason.
     Deny(DecideArgs),
+    /// Answer a run's open question (the model's `ask_user`): the answer is the tool's
+    /// result.
+    Answer(AnswerArgs),
     /// Fork a finished run's session: a new session whose conversation is the one after the
     /// run (or before it, with --before), to try another way from there.
     Fork(ForkArgs),
@@ -300,6 +303,19 @@ pub struct DecideArgs {
     /// `approve` only: confirm the approval of a tool marked `confirm = true`.
     #[arg(long)]
     pub yes: bool,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// `callbackd answer RUN_ID QUESTION_ID TEXT`
+#[derive(Debug, Args, Clone)]
+pub struct AnswerArgs {
+    /// The run that asks (`callbackd follow RUN_ID` shows its questions).
+    pub run_id: String,
+    /// The question's id (the `question` event's `id`, or `callbackd approvals`).
+    pub question_id: String,
+    /// The answer: one of the offered options, or your own words.
+    pub text: String,
     #[command(flatten)]
     pub client: ClientArgs,
 }

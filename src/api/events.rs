@@ -9,9 +9,11 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::problem::{Problem, ProblemCode};
+pub use super::control::{Control, QuestionView};
+pub use super::problem::run_problem;
+use super::problem::Problem;
+use super::tool_account::{self, Beside, Decision, QuestionRecord, ToolCall};
 use crate::clock::rfc3339_ms;
-use crate::store::records::{ToolCallRecord, ToolOutcome};
 
 /// One stored run event, as read from the store.
 #[derive(Debug, Clone)]
@@ -64,6 +66,9 @@ pub enum Durable {
         #[schemars(with = "Vec<super::schema::PlanItem>")]
         items: Vec<Value>,
     },
+    /// How a tool call ended, as every view tells it (see [`ToolCall`]). A call still open
+    /// when its run ended gets one (`cancelled`) just before the run's terminal event, with
+    /// that event's seq.
     ToolCompleted {
         tool_call_id: String,
         tool: String,
@@ -72,12 +77,28 @@ pub enum Durable {
         /// A call held for approval: the wait for the person (not in `duration_ms`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         waited_ms: Option<i64>,
-        /// The call's result as the bridge stored it (`{status, value}`, JSON); over
+        /// What the tool ran with (the approved arguments, edited or not); over
         /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
-        /// `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
+        /// `truncated: true`, like `result`.
+        #[schemars(with = "Option<super::schema::Object>")]
+        arguments: Value,
+        /// What the model asked, present only when a person changed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<super::schema::Object>")]
+        requested_arguments: Option<Value>,
+        /// What the tool returned, its own JSON (a custom tool's as callbackd recorded it,
+        /// a built-in's as the bridge stored it); over [`FULL_VALUE_BYTES`] of JSON text, a
+        /// string of its first bytes and `truncated: true`
+        /// (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
         result: Value,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         truncated: bool,
+        /// A held call: the decision on it (who, when, how, why).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decision: Option<Box<Decision>>,
+        /// An `ask_user` call: the question and the answer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        question: Option<Box<QuestionRecord>>,
     },
     ToolOutcomeUnknown {
         tool_call_id: String,
@@ -156,52 +177,6 @@ impl RunInput {
     }
 }
 
-/// The events that are not stored (no `id:` line): best-effort tokens and the stream's
-/// own control events.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Control {
-    /// A live text fragment of the assistant message being written.
-    Token { text: String, delta: u32 },
-    /// The stream ends now (`api.max_stream_ms`, or shutdown): reconnect after `retry_ms`
-    /// with `after=after_seq`.
-    Reconnect { after_seq: u64, retry_ms: u64 },
-    /// A stored event could not be read; the stream ends.
-    StreamGap { after_seq: u64, reason: String },
-    /// A tool call of this run waits for a person: decide with `POST /v1/approvals/{id}`.
-    /// Sent on every (re)connect while it is pending.
-    ApprovalRequired {
-        approval: Box<crate::approvals::ApprovalView>,
-    },
-    /// The model asks the person (built-in `ask_user`): answer with
-    /// `POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
-    /// while it is open; its end is an `approval_resolved` with its id.
-    Question { question: QuestionView },
-    /// A pending approval was decided: `approved`, `denied`, `expired` or `cancelled`
-    /// (`reason` says why: the run ended, callbackd stopped, ...); `edited` when the tool
-    /// runs with arguments a person edited.
-    ApprovalResolved {
-        approval_id: String,
-        decision: String,
-        by: Option<String>,
-        reason: Option<String>,
-        edited: bool,
-    },
-    /// The replay has caught up; what follows is live.
-    UpToDate { last_seq: u64 },
-}
-
-/// An open question of the model to the person.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct QuestionView {
-    pub id: String,
-    /// The `ask_user` call it holds: its `tool_started` row waits for this answer.
-    pub tool_call_id: Option<String>,
-    pub text: String,
-    pub options: Vec<String>,
-    pub expires_at: String,
-}
-
 /// The `data:` JSON of a stream event: `type`, `seq`, `run_id`, `at`, then its fields.
 pub fn event_json(event: &impl Serialize, seq: u64, run_id: &str, at_ms: i64) -> String {
     let Ok(Value::Object(mut fields)) = serde_json::to_value(event) else {
@@ -231,14 +206,20 @@ pub struct RunMapper {
     step_index: u32,
     usage: Value,
     last_text: Option<String>,
-    /// tool_call_id -> (tool name, createdAt of its `running` event)
-    tools: HashMap<String, (String, i64)>,
-    records: Vec<ToolCallRecord>,
+    /// Every tool call so far, in the order they started.
+    calls: Vec<ToolCall>,
+    /// tool_call_id -> (index in `calls`, createdAt of its `running` event) of the calls
+    /// that have not ended.
+    open: HashMap<String, (usize, i64)>,
+    beside: Beside,
+    /// The `tool_completed` of the calls the last mapped event (a terminal one) closed.
+    closed: Vec<Durable>,
 }
 
 impl RunMapper {
-    /// `run_doc` is the run document (for the model and the session id).
-    pub fn new(run_doc: &Value, records: Vec<ToolCallRecord>) -> Self {
+    /// `run_doc` is the run document (for the model and the session id); `beside`,
+    /// callbackd's records of the run.
+    pub fn new(run_doc: &Value, beside: Beside) -> Self {
         RunMapper {
             session_id: run_doc
                 .get("agentId")
@@ -253,18 +234,81 @@ impl RunMapper {
             step_index: 0,
             usage: Value::Null,
             last_text: None,
-            tools: HashMap::new(),
-            records,
+            calls: Vec::new(),
+            open: HashMap::new(),
+            beside,
+            closed: Vec::new(),
         }
     }
 
-    pub fn set_records(&mut self, records: Vec<ToolCallRecord>) {
-        self.records = records;
+    pub fn set_beside(&mut self, beside: Beside) {
+        self.beside = beside;
+    }
+
+    /// The run's tool calls so far, in the order they started.
+    pub fn calls(&self) -> &[ToolCall] {
+        &self.calls
+    }
+
+    /// The `tool_completed` events of the calls still open when the run ended, which the
+    /// last mapped (terminal) event closed: each is sent just before it.
+    pub fn take_closed(&mut self) -> Vec<Durable> {
+        std::mem::take(&mut self.closed)
     }
 
     /// The stream event of stored event `ev` (which must be the run's next one). Snapshot
     /// deltas are 0 here; the stream sets the recorded value.
     pub fn map(&mut self, ev: &StoredEvent) -> Durable {
+        self.closed.clear();
+        let event = self.map_one(ev);
+        if event.is_terminal() {
+            self.close_open(ev.created_at_ms);
+        }
+        event
+    }
+
+    /// Every call still open ends with the run: cancelled (the bridge will not store its
+    /// completion). Made from the stored events alone, so a replay makes the same.
+    fn close_open(&mut self, at_ms: i64) {
+        let mut open: Vec<(String, (usize, i64))> = self.open.drain().collect();
+        open.sort_by_key(|(_, (i, _))| *i);
+        for (_, (i, _)) in open {
+            let call = &mut self.calls[i];
+            call.outcome = "cancelled";
+            call.ended_at = Some(rfc3339_ms(at_ms));
+            // A decision recorded before the run's end (`POST .../cancel` cancels the held
+            // calls before it tells the bridge) is told; one recorded after it (the end
+            // detected when the bridge stored it) is the same for every reader: left out.
+            let approval = self
+                .beside
+                .approval(&call.tool_call_id)
+                .filter(|a| a.state != "pending" && a.decided_at_ms.is_some_and(|d| d <= at_ms));
+            let (decision, question) = tool_account::decision_and_question(approval, &call.tool);
+            call.decision = decision.clone();
+            call.question = question.clone();
+            let (arguments, truncated) = capped(call.arguments.clone());
+            self.closed.push(Durable::ToolCompleted {
+                tool_call_id: call.tool_call_id.clone(),
+                tool: call.tool.clone(),
+                outcome: "cancelled",
+                duration_ms: None,
+                waited_ms: None,
+                arguments,
+                requested_arguments: None,
+                result: Value::Null,
+                truncated,
+                decision: decision.map(Box::new),
+                question: question.map(Box::new),
+            });
+        }
+    }
+
+    /// Whether a call is open (started, not ended): the run's end would close it.
+    pub fn has_open(&self) -> bool {
+        !self.open.is_empty()
+    }
+
+    fn map_one(&mut self, ev: &StoredEvent) -> Durable {
         let message = ev.payload.get("message");
         let sdk = ev.payload.get("type").and_then(Value::as_str) == Some("sdk_message");
         let (Some(message), true) = (message, sdk) else {
@@ -365,19 +409,41 @@ impl RunMapper {
             (n, _) => n.to_string(),
         };
         let status = message.get("status").and_then(Value::as_str).unwrap_or("");
+        let requested = tool_arguments(message);
         if status == "running" {
-            self.tools.insert(call_id.clone(), (tool.clone(), at_ms));
+            // A repeated `running` event of an open call replaces its entry.
+            let index = match self.open.get(&call_id) {
+                Some(&(i, _)) => i,
+                None => {
+                    self.calls.push(ToolCall::default());
+                    self.calls.len() - 1
+                }
+            };
+            self.open.insert(call_id.clone(), (index, at_ms));
+            self.calls[index] = ToolCall {
+                tool_call_id: call_id.clone(),
+                tool: tool.clone(),
+                outcome: "running",
+                started_at: rfc3339_ms(at_ms),
+                ended_at: None,
+                duration_ms: None,
+                waited_ms: None,
+                arguments: requested.clone(),
+                requested_arguments: None,
+                result: Value::Null,
+                cut_off: false,
+                decision: None,
+                question: None,
+            };
             if tool == crate::tools::builtin::update_plan::NAME {
-                if let Ok(items) =
-                    crate::tools::builtin::update_plan::items(&tool_arguments(message))
-                {
+                if let Ok(items) = crate::tools::builtin::update_plan::items(&requested) {
                     return Durable::Plan {
                         tool_call_id: call_id,
                         items: items.clone(),
                     };
                 }
             }
-            let (arguments, truncated) = capped(tool_arguments(message));
+            let (arguments, truncated) = capped(requested);
             return Durable::ToolStarted {
                 tool_call_id: call_id,
                 tool,
@@ -385,24 +451,21 @@ impl RunMapper {
                 truncated,
             };
         }
-        let (result, truncated) = capped(message.get("result").cloned().unwrap_or(Value::Null));
+        let (index, started) = match self.open.remove(&call_id) {
+            Some((i, t)) => (Some(i), Some(t)),
+            None => (None, None),
+        };
+        let record = self.beside.record(&call_id);
+        let approval = self.beside.approval(&call_id);
+        let raw = message.get("result").cloned().unwrap_or(Value::Null);
         // The execution time: callbackd's record of a custom tool's call (final before the
         // bridge stores the completion; a call held for approval starts when approved), else
         // the time between the stored `running` and completion events.
-        let executed = self
-            .records
-            .iter()
-            .rev()
-            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
-            .and_then(|r| r.ended_at_ms.map(|end| (end - r.started_at_ms).max(0)));
-        let waited_ms = self
-            .records
-            .iter()
-            .rev()
-            .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()))
-            .and_then(|r| r.waited_ms);
-        let started = self.tools.get(&call_id).map(|(_, t)| *t);
-        let duration_ms = executed.or(started.map(|s| (at_ms - s).max(0)));
+        let waited_ms = record.and_then(|r| r.waited_ms);
+        let duration_ms = match record.and_then(tool_account::executed_ms) {
+            Some(executed) => executed,
+            None => started.map(|s| (at_ms - s).max(0)),
+        };
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
         let failed = status == "error"
@@ -411,47 +474,62 @@ impl RunMapper {
                 .pointer("/result/value/isError")
                 .and_then(Value::as_bool)
                 == Some(true);
-        if failed {
-            // The last record of this call id in the run: retries reuse call ids.
-            let record = self
-                .records
-                .iter()
-                .rev()
-                .find(|r| r.tool_call_id.as_deref() == Some(call_id.as_str()));
-            match record {
-                Some(r) if r.cut_off => {
-                    return Durable::ToolOutcomeUnknown {
-                        tool_call_id: call_id,
-                        tool,
-                        reason: format!(
-                            "callbackd stopped the call mid-execution ({}): its effect is unknown",
-                            r.outcome.as_str()
-                        ),
-                    }
-                }
-                // Held for approval and never run: denied (or expired), or cancelled.
-                Some(r) if matches!(r.outcome, ToolOutcome::Denied | ToolOutcome::Cancelled) => {
-                    return Durable::ToolCompleted {
-                        tool_call_id: call_id,
-                        tool,
-                        outcome: r.outcome.as_str(),
-                        duration_ms,
-                        waited_ms,
-                        result,
-                        truncated,
-                    }
-                }
-                _ => {}
-            }
+        // How it ended: callbackd's record of a custom tool's call, else the bridge's word.
+        let outcome = match record {
+            Some(r) if r.ended_at_ms.is_some() => tool_account::outcome_of(r, approval),
+            _ if failed => "error",
+            _ => "ok",
+        };
+        let (arguments, requested_arguments) =
+            tool_account::arguments_of(requested, record, approval, &tool);
+        let result = record
+            .and_then(|r| r.result.clone())
+            .unwrap_or_else(|| raw.clone());
+        let (decision, question) = tool_account::decision_and_question(approval, &tool);
+        let call = ToolCall {
+            tool_call_id: call_id.clone(),
+            tool: tool.clone(),
+            outcome,
+            started_at: rfc3339_ms(started.unwrap_or(at_ms)),
+            ended_at: Some(rfc3339_ms(at_ms)),
+            duration_ms,
+            waited_ms,
+            arguments: arguments.clone(),
+            requested_arguments: requested_arguments.clone(),
+            result: result.clone(),
+            cut_off: record.is_some_and(|r| r.cut_off),
+            decision: decision.clone(),
+            question: question.clone(),
+        };
+        match index {
+            Some(i) => self.calls[i] = call,
+            None => self.calls.push(call),
         }
+        if let Some(r) = record.filter(|r| r.cut_off && failed) {
+            return Durable::ToolOutcomeUnknown {
+                tool_call_id: call_id,
+                tool,
+                reason: format!(
+                    "callbackd stopped the call mid-execution ({}): its effect is unknown",
+                    r.outcome.as_str()
+                ),
+            };
+        }
+        let (arguments, args_cut) = capped(arguments);
+        let requested_arguments = requested_arguments.map(|r| capped(r).0);
+        let (result, result_cut) = capped(result);
         Durable::ToolCompleted {
             tool_call_id: call_id,
             tool,
-            outcome: if failed { "error" } else { "ok" },
+            outcome,
             duration_ms,
             waited_ms,
+            arguments,
+            requested_arguments,
             result,
-            truncated,
+            truncated: args_cut || result_cut,
+            decision: decision.map(Box::new),
+            question: question.map(Box::new),
         }
     }
 }
@@ -498,29 +576,6 @@ fn assistant_text(message: Option<&Value>) -> String {
             .collect(),
         _ => String::new(),
     }
-}
-
-/// The problem of a failed run from the bridge's failure text, `[code] message` when the
-/// backend gave a code.
-pub fn run_problem(text: Option<&str>) -> Problem {
-    let text = text.unwrap_or("the run failed (the bridge gave no reason)");
-    let code = text
-        .strip_prefix('[')
-        .and_then(|rest| rest.split_once(']'))
-        .map(|(code, _)| code)
-        .unwrap_or("");
-    let code = match code {
-        "resource_exhausted" => ProblemCode::ResourceExhausted,
-        "unavailable" | "deadline_exceeded" => ProblemCode::Unavailable,
-        "not_found" => ProblemCode::NotFound,
-        "permission_denied" => ProblemCode::PermissionDenied,
-        "unauthenticated" => ProblemCode::Unauthenticated,
-        "invalid_argument" => ProblemCode::InvalidArgument,
-        "unimplemented" => ProblemCode::NotImplemented,
-        "failed_precondition" => ProblemCode::FailedPrecondition,
-        _ => ProblemCode::Internal,
-    };
-    Problem::new(code, text)
 }
 
 #[cfg(test)]

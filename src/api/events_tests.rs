@@ -1,6 +1,7 @@
 //! The mapping of stored events to stream events, event by event.
 
 use super::*;
+use crate::api::problem::ProblemCode;
 
 fn ev(seq: u64, message: &Value) -> StoredEvent {
     StoredEvent {
@@ -13,7 +14,7 @@ fn ev(seq: u64, message: &Value) -> StoredEvent {
 #[test]
 fn a_tool_turn_maps_to_the_spec_types() {
     let run = json!({"agentId": "a1", "model": {"id": "composer-2"}});
-    let mut m = RunMapper::new(&run, vec![]);
+    let mut m = RunMapper::new(&run, Beside::default());
     let events = [
         json!({"type": "request"}),
         json!({"type": "status", "status": "RUNNING"}),
@@ -45,8 +46,12 @@ fn a_tool_turn_maps_to_the_spec_types() {
             outcome: "ok",
             duration_ms: Some(10),
             waited_ms: None,
+            arguments: Value::Null,
+            requested_arguments: None,
             result: json!({"status": "success"}),
             truncated: false,
+            decision: None,
+            question: None,
         }
     );
     match &out[6] {
@@ -65,7 +70,7 @@ fn a_tool_turn_maps_to_the_spec_types() {
 
 #[test]
 fn tool_values_over_64_kib_are_cut_and_marked() {
-    let mut m = RunMapper::new(&json!({"agentId": "a1"}), vec![]);
+    let mut m = RunMapper::new(&json!({"agentId": "a1"}), Beside::default());
     let big = "é".repeat(40_000);
     let started = m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "echo", "args": {"text": big}}})));
     let Durable::ToolStarted {
@@ -92,4 +97,95 @@ fn a_failed_run_carries_the_bridge_text_and_its_code() {
     assert_eq!(p.code, ProblemCode::ResourceExhausted);
     assert_eq!(p.detail, "[resource_exhausted] fake backend: rate limited");
     assert_eq!(run_problem(Some("boom")).code, ProblemCode::Internal);
+}
+
+#[test]
+fn a_call_open_when_its_run_ends_is_closed_cancelled_before_the_end() {
+    let mut m = RunMapper::new(&json!({"agentId": "a1"}), Beside::default());
+    m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "deploy", "args": {"version": "1"}}})));
+    assert!(m.take_closed().is_empty());
+    let end = m.map(&ev(2, &json!({"type": "status", "status": "CANCELLED"})));
+    assert!(end.is_terminal());
+    let closed = m.take_closed();
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    let Durable::ToolCompleted {
+        tool_call_id,
+        outcome,
+        arguments,
+        ..
+    } = &closed[0]
+    else {
+        panic!("{closed:?}")
+    };
+    assert_eq!((tool_call_id.as_str(), *outcome), ("c1", "cancelled"));
+    assert_eq!(arguments, &json!({"version": "1"}));
+    assert_eq!(m.calls()[0].outcome, "cancelled");
+}
+
+#[test]
+fn an_edited_call_tells_what_ran_and_what_was_asked() {
+    use crate::store::approvals::ApprovalRecord;
+    use crate::store::records::{ToolCallRecord, ToolOutcome};
+    let record = ToolCallRecord {
+        agent_id: "a1".into(),
+        run_id: Some("r1".into()),
+        tool_call_id: Some("c1".into()),
+        tool: "deploy".into(),
+        started_at_ms: 5000,
+        ended_at_ms: Some(5040),
+        outcome: ToolOutcome::Ok,
+        cut_off: false,
+        waited_ms: Some(3000),
+        arguments: Some(json!({"version": "1.4.2-hotfix1"})),
+        result: Some(json!({"deployed": "1.4.2-hotfix1"})),
+    };
+    let approval = ApprovalRecord {
+        id: "ap1".into(),
+        ns: crate::store::Namespace::default(),
+        agent_id: "a1".into(),
+        run_id: Some("r1".into()),
+        tool: "deploy".into(),
+        tool_call_id: Some("c1".into()),
+        args: json!({"version": "1.4.2"}),
+        created_at_ms: 2000,
+        expires_at_ms: 9000,
+        state: "approved".into(),
+        decided_by: Some("default/alice".into()),
+        decided_at_ms: Some(5000),
+        reason: None,
+        owner: "x".into(),
+        lease_until_ms: 0,
+        approved_args: Some(json!({"version": "1.4.2-hotfix1"})),
+        confirm: false,
+    };
+    let mut m = RunMapper::new(
+        &json!({"agentId": "a1"}),
+        Beside {
+            tool_calls: vec![record],
+            approvals: vec![approval],
+        },
+    );
+    m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "deploy", "args": {"version": "1.4.2"}}})));
+    let done = m.map(&ev(2, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "completed", "args": {"toolName": "deploy", "args": {"version": "1.4.2"}}, "result": {"status": "success", "value": {"content": [{"text": {"text": "{\"deployed\":\"1.4.2-hotfix1\"}"}}], "isError": false}}})));
+    let json = event_json(&done, 2, "r1", 0);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["arguments"],
+        json!({"version": "1.4.2-hotfix1"}),
+        "{json}"
+    );
+    assert_eq!(
+        v["requested_arguments"],
+        json!({"version": "1.4.2"}),
+        "{json}"
+    );
+    assert_eq!(v["result"], json!({"deployed": "1.4.2-hotfix1"}), "{json}");
+    assert_eq!(v["outcome"], "ok");
+    assert_eq!(
+        (v["duration_ms"].as_i64(), v["waited_ms"].as_i64()),
+        (Some(40), Some(3000))
+    );
+    assert_eq!(v["decision"]["by"], "default/alice");
+    assert_eq!(v["decision"]["edited"], true);
+    assert_eq!(m.calls()[0].result, json!({"deployed": "1.4.2-hotfix1"}));
 }

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::events::{event_json, Durable, RunMapper, StoredEvent};
 use super::reader::Reader;
+use super::tool_account::Beside;
 use super::ApiState;
 use crate::store::Namespace;
 
@@ -22,6 +23,10 @@ use crate::store::Namespace;
 pub const WINDOW: usize = 1024;
 /// Events read per store call.
 pub const PAGE: usize = 256;
+/// How long the `run_started` of a run just started waits for its recorded user message.
+const INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// A `request` stored less than this long ago (ms) is a run just started.
+const FRESH_MS: i64 = 10_000;
 
 /// One durable event's SSE frame.
 #[derive(Clone)]
@@ -73,30 +78,48 @@ impl RunCtx<'_> {
         self.state.reader(self.ns)
     }
 
+    /// callbackd's records of the run: its tool calls and approvals.
+    pub async fn beside(&self) -> Result<Beside, crate::store::StoreError> {
+        Ok(Beside {
+            tool_calls: self
+                .state
+                .records()
+                .tool_calls_of_run(self.ns, self.run_id)
+                .await?,
+            approvals: self
+                .state
+                .approvals()
+                .records()
+                .approvals_of_run(self.ns, self.run_id)
+                .await?,
+        })
+    }
+
     /// The frame of stored event `ev`, mapped by `mapper` (which must be at `ev.seq - 1`).
+    /// The `tool_completed` of calls its run's end closed go before it, without an `id:`
+    /// line: a reader resuming after this seq has seen them.
     pub async fn frame(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Frame {
         let (data, terminal) = self.event(mapper, ev).await;
+        let mut text = String::new();
+        let (last, closed) = data.split_last().expect("one event at least");
+        for d in closed {
+            text.push_str(&format!("data: {d}\n\n"));
+        }
+        text.push_str(&format!("id: {}\ndata: {last}\n\n", ev.seq));
         Frame {
             seq: ev.seq,
-            bytes: Bytes::from(format!("id: {}\ndata: {data}\n\n", ev.seq)),
+            bytes: Bytes::from(text),
             terminal,
         }
     }
 
-    /// The `data:` JSON of stored event `ev` (what a frame and an events page carry), and
-    /// whether it ends the run's stream.
-    pub async fn event(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> (String, bool) {
+    /// The `data:` JSON of stored event `ev` (what a frame and an events page carry): the
+    /// `tool_completed` of the calls a run's end closed, then its own; and whether it ends
+    /// the run's stream.
+    pub async fn event(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> (Vec<String>, bool) {
         let mut event = self.durable(mapper, ev).await;
         if let Durable::RunStarted { input, .. } = &mut event {
-            // Recorded by `POST .../messages` before any stream of the run is opened there.
-            *input = self
-                .state
-                .records()
-                .run_inputs(self.ns, &[self.run_id.to_string()])
-                .await
-                .ok()
-                .and_then(|mut m| m.remove(self.run_id))
-                .map(super::events::RunInput::whole);
+            *input = self.input(ev).await;
         }
         if let Durable::MessageSnapshot { delta, .. } = &mut event {
             let sealed = self.state.live_tokens().seal(self.ns, self.run_id, ev.seq);
@@ -107,31 +130,71 @@ impl RunCtx<'_> {
                 .await
                 .unwrap_or(sealed.unwrap_or(0));
         }
-        let data = event_json(&event, ev.seq, self.run_id, ev.created_at_ms);
+        let mut data: Vec<String> = mapper
+            .take_closed()
+            .iter()
+            .map(|c| event_json(c, ev.seq, self.run_id, ev.created_at_ms))
+            .collect();
+        data.push(event_json(&event, ev.seq, self.run_id, ev.created_at_ms));
         (data, event.is_terminal())
     }
 
     /// The typed stream event of stored event `ev`, mapped by `mapper` (at `ev.seq - 1`)
     /// with callbackd's records of how the run's tool calls ended: what a frame is made of,
-    /// and what `POST /v1/ag-ui` maps to AG-UI.
+    /// and what `POST /v1/ag-ui` maps to AG-UI. The calls a run's end closes wait in the
+    /// mapper (`take_closed`).
     pub async fn durable(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Durable {
         let message = ev.payload.get("message");
         let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
         let status = message
             .and_then(|m| m.get("status"))
             .and_then(Value::as_str);
-        if kind == Some("tool_call") && status != Some("running") {
-            // How a call ended is in callbackd's record, final before the bridge stores it.
-            if let Ok(records) = self
-                .state
-                .records()
-                .tool_calls_of_run(self.ns, self.run_id)
-                .await
-            {
-                mapper.set_records(records);
+        // A run's end closes its open calls with what their approvals say by then.
+        let closes = kind == Some("status")
+            && matches!(status, Some("FINISHED" | "CANCELLED" | "EXPIRED" | "ERROR"))
+            && mapper.has_open();
+        if (kind == Some("tool_call") && status != Some("running")) || closes {
+            // How a call ended is in callbackd's records, final before the bridge stores it.
+            if let Ok(beside) = self.beside().await {
+                mapper.set_beside(beside);
             }
         }
         mapper.map(ev)
+    }
+
+    /// The user message of the run, for its `run_started` (`ev`, its stored `request`).
+    /// `POST .../messages` records it a moment after the bridge stores the run's `request`
+    /// (once the bridge has named the run): a reader that opened the stream before the
+    /// message was sent maps the event in between. For a fresh `request` of a session that
+    /// a message is being sent to ([`super::sending`]), the text is waited for (up to
+    /// [`INPUT_WAIT`]), so that the first reader gets the bytes every replay gets; an older
+    /// one (a replay), or a run started by another client, is never waited for.
+    async fn input(&self, ev: &StoredEvent) -> Option<super::events::RunInput> {
+        let read = || async {
+            self.state
+                .records()
+                .run_inputs(self.ns, &[self.run_id.to_string()])
+                .await
+                .ok()
+                .and_then(|mut m| m.remove(self.run_id))
+        };
+        let session = self
+            .run_doc
+            .get("agentId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let fresh = crate::clock::now_ms().saturating_sub(ev.created_at_ms) < FRESH_MS;
+        let deadline = tokio::time::Instant::now() + INPUT_WAIT;
+        loop {
+            if let Some(text) = read().await {
+                return Some(super::events::RunInput::whole(text));
+            }
+            let sending = self.state.sending().is_sending(self.ns, session);
+            if !fresh || !sending || tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     /// The next page of stored events after `pos`, checked for holes.
@@ -170,14 +233,9 @@ impl RunCtx<'_> {
     /// A fresh mapper at `pos`: the run's events up to it, mapped and not sent. Its `at`
     /// says how far it truly got: short of `pos` when the run has fewer events stored.
     pub async fn mapper_at(&self, pos: u64) -> Result<Private, FeedError> {
-        let records = self
-            .state
-            .records()
-            .tool_calls_of_run(self.ns, self.run_id)
-            .await
-            .unwrap_or_default();
+        let beside = self.beside().await.unwrap_or_default();
         let mut private = Private {
-            mapper: RunMapper::new(self.run_doc, records),
+            mapper: RunMapper::new(self.run_doc, beside),
             at: 0,
         };
         self.catch_up(&mut private, pos).await?;

@@ -84,6 +84,8 @@ pub(super) async fn begin(
     text: &str,
 ) -> Result<(String, Value, super::live_tokens::Relay), Problem> {
     let bridge = state.bridge(reader.ns).get()?;
+    // Until the text is recorded, an early reader's `run_started` waits for it.
+    let mark = state.sending().begin(reader.ns, session);
     let (mut stream, run_id, early) =
         start_turn(state, &bridge, reader, session, agent, text).await?;
     // Kept beside the run before its stream is opened here: `run_started.input`.
@@ -91,6 +93,7 @@ pub(super) async fn begin(
         .records()
         .set_run_input(reader.ns, &run_id, text)
         .await?;
+    drop(mark);
     let (relay, intake) = state.live_tokens().relay(reader.ns, &run_id);
     for t in early {
         intake.push(t);

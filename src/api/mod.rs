@@ -14,6 +14,7 @@ mod ag_ui;
 mod approvals;
 mod bridge;
 mod caller;
+mod control;
 mod cors;
 pub(crate) mod events;
 mod feed;
@@ -32,10 +33,12 @@ pub(crate) mod reader;
 pub mod retention;
 mod runs;
 mod schema;
+mod sending;
 mod session_admin;
 mod sessions;
 mod stream;
 mod stream_token;
+pub mod tool_account;
 mod tool_calls;
 mod webhooks;
 
@@ -97,6 +100,7 @@ struct Inner {
     quotas: crate::namespaces::quota::QuotaGate,
     streams: Arc<Semaphore>,
     live: LiveTokens,
+    sending: sending::Sending,
     hub: OnceLock<FollowHub>,
     shutdown: CancellationToken,
     /// Set by [`ApiState::begin_stop`]: no new turn starts.
@@ -138,6 +142,7 @@ impl ApiState {
                 quotas,
                 streams,
                 live: LiveTokens::default(),
+                sending: sending::Sending::default(),
                 hub: OnceLock::new(),
                 shutdown: CancellationToken::new(),
                 stopping: Default::default(),
@@ -222,6 +227,10 @@ impl ApiState {
 
     fn live_tokens(&self) -> &LiveTokens {
         &self.inner.live
+    }
+
+    fn sending(&self) -> &sending::Sending {
+        &self.inner.sending
     }
 
     fn hub(&self) -> &FollowHub {

@@ -143,3 +143,26 @@ impl From<StoreError> for Problem {
         }
     }
 }
+
+/// The problem of a failed run from the bridge's failure text, `[code] message` when the
+/// backend gave a code.
+pub fn run_problem(text: Option<&str>) -> Problem {
+    let text = text.unwrap_or("the run failed (the bridge gave no reason)");
+    let code = text
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once(']'))
+        .map(|(code, _)| code)
+        .unwrap_or("");
+    let code = match code {
+        "resource_exhausted" => ProblemCode::ResourceExhausted,
+        "unavailable" | "deadline_exceeded" => ProblemCode::Unavailable,
+        "not_found" => ProblemCode::NotFound,
+        "permission_denied" => ProblemCode::PermissionDenied,
+        "unauthenticated" => ProblemCode::Unauthenticated,
+        "invalid_argument" => ProblemCode::InvalidArgument,
+        "unimplemented" => ProblemCode::NotImplemented,
+        "failed_precondition" => ProblemCode::FailedPrecondition,
+        _ => ProblemCode::Internal,
+    };
+    Problem::new(code, text)
+}

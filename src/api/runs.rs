@@ -13,37 +13,22 @@ use super::feed::{FeedError, RunCtx};
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
 use super::stream::{self, StreamPlan};
+use super::tool_account::{self, ToolCall};
 use super::{json_response, limit, position, query, ApiState, Caller};
 use crate::bridge::Ended;
 use crate::clock::rfc3339_ms;
 use crate::run::RunStatus;
 use crate::server::ConnSlot;
-use crate::store::records::{ToolCallRecord, ToolOutcome};
 use crate::store::Namespace;
-
-/// A tool call in a run's state.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct ToolCallView {
-    pub tool_call_id: Option<String>,
-    pub tool: String,
-    pub started_at: String,
-    pub ended_at: Option<String>,
-    /// `running`, `ok`, `error`, `timeout`, `cancelled`, `interrupted`, or `abandoned` (still
-    /// running, or finished after, when its run ended: the bridge dropped its answer).
-    pub outcome: &'static str,
-    pub duration_ms: Option<i64>,
-    /// Held for approval: the wait for the person, not counted in `duration_ms`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub waited_ms: Option<i64>,
-    pub cut_off: bool,
-}
 
 /// `GET /v1/runs/{run_id}`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunState {
     #[serde(flatten)]
     pub run: RunSummary,
-    pub tool_calls: Vec<ToolCallView>,
+    /// Every tool call of the run, in the order they started, each told as the stream's
+    /// `tool_completed` tells it (with its arguments and result, whole).
+    pub tool_calls: Vec<ToolCall>,
     pub events_expired_through: u64,
 }
 
@@ -54,33 +39,6 @@ pub struct EventPage {
     #[schemars(with = "Vec<super::schema::StreamEventRef>")]
     pub events: Vec<Box<serde_json::value::RawValue>>,
     pub next_after: Option<u64>,
-}
-
-fn view(r: &ToolCallRecord, run_doc: &Value) -> ToolCallView {
-    let run_end = run_doc
-        .get("endedAt")
-        .and_then(Value::as_f64)
-        .map(|t| t as i64);
-    let abandoned = is_terminal(run_doc)
-        && match (r.outcome, r.ended_at_ms, run_end) {
-            (ToolOutcome::Running, _, _) => true,
-            (_, Some(end), Some(run_end)) => end > run_end,
-            _ => false,
-        };
-    ToolCallView {
-        tool_call_id: r.tool_call_id.clone(),
-        tool: r.tool.clone(),
-        started_at: rfc3339_ms(r.started_at_ms),
-        ended_at: r.ended_at_ms.map(rfc3339_ms),
-        outcome: if abandoned {
-            "abandoned"
-        } else {
-            r.outcome.as_str()
-        },
-        duration_ms: r.ended_at_ms.map(|e| e - r.started_at_ms),
-        waited_ms: r.waited_ms,
-        cut_off: r.cut_off,
-    }
 }
 
 /// A run's summary. The bridge stores the terminal event 10-60 ms before it updates the run
@@ -141,7 +99,7 @@ pub async fn summary_of(
         }
     } else {
         // The terminal event alone: its problem, or nothing new.
-        super::events::RunMapper::new(doc, Vec::new()).map(&last)
+        super::events::RunMapper::new(doc, Default::default()).map(&last)
     };
     match end {
         Durable::Completed { usage, output, .. } => {
@@ -228,16 +186,62 @@ pub async fn get_one(
 ) -> Result<Response, Problem> {
     let doc = run_doc(&state, &caller.ns, &id).await?;
     let pos = state.records().run_positions(&caller.ns, &id).await?;
-    let calls = state.records().tool_calls_of_run(&caller.ns, &id).await?;
     let run = summary(&state, &caller.ns, &doc, pos, true).await?;
+    let tool_calls = tool_calls(&state, &caller.ns, &id, &doc, pos).await?;
     Ok(json_response(
         StatusCode::OK,
         &RunState {
             run,
-            tool_calls: calls.iter().map(|c| view(c, &doc)).collect(),
+            tool_calls,
             events_expired_through: pos.expired_through,
         },
     ))
+}
+
+/// The run's tool calls: the stored events mapped as the stream maps them, what callbackd's
+/// records say of the calls still open, and the recorded calls whose events are gone.
+pub async fn tool_calls(
+    state: &ApiState,
+    ns: &Namespace,
+    id: &str,
+    doc: &Value,
+    pos: crate::store::records::RunPositions,
+) -> Result<Vec<ToolCall>, Problem> {
+    let ctx = RunCtx {
+        state,
+        ns,
+        run_id: id,
+        run_doc: doc,
+    };
+    let beside = ctx.beside().await?;
+    let mut calls = if pos.expired_through == 0 {
+        match ctx.mapper_at(pos.last_seq).await {
+            Ok(own) => own.mapper.calls().to_vec(),
+            Err(FeedError::Gap { reason, .. }) => return Err(Problem::internal(reason)),
+        }
+    } else {
+        Vec::new()
+    };
+    for call in calls.iter_mut() {
+        if matches!(call.outcome, "running") {
+            tool_account::overlay_open(call, &beside);
+        } else if call.decision.is_none() && call.question.is_none() {
+            // Closed by its run's end: what became of its approval.
+            let approval = beside.approval(&call.tool_call_id);
+            (call.decision, call.question) =
+                tool_account::decision_and_question(approval, &call.tool);
+        }
+    }
+    for r in &beside.tool_calls {
+        let known = r
+            .tool_call_id
+            .as_deref()
+            .is_some_and(|c| calls.iter().any(|k| k.tool_call_id == c));
+        if !known {
+            calls.push(tool_account::from_record(r, &beside));
+        }
+    }
+    Ok(calls)
 }
 
 fn expired(id: &str, through: u64) -> Problem {
@@ -285,10 +289,12 @@ pub async fn events(
         for ev in &page {
             seq = ev.seq;
             let (data, _) = ctx.event(&mut own.mapper, ev).await;
-            out.push(
-                serde_json::value::RawValue::from_string(data)
-                    .map_err(|e| Problem::internal(e.to_string()))?,
-            );
+            for data in data {
+                out.push(
+                    serde_json::value::RawValue::from_string(data)
+                        .map_err(|e| Problem::internal(e.to_string()))?,
+                );
+            }
             if out.len() >= limit {
                 break 'pages;
             }

@@ -396,7 +396,26 @@ fn approval_control(event: crate::approvals::ApprovalEvent) -> Control {
             decision,
             by,
             reason,
+            question: Some(answer),
+            ..
+        } => Control::QuestionResolved {
+            question_id: approval_id,
+            outcome: if answer.is_some() {
+                "answered".into()
+            } else {
+                decision
+            },
+            answer,
+            by,
+            reason,
+        },
+        crate::approvals::ApprovalEvent::Resolved {
+            approval_id,
+            decision,
+            by,
+            reason,
             edited,
+            question: None,
             ..
         } => Control::ApprovalResolved {
             approval_id,

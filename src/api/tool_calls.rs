@@ -1,6 +1,7 @@
-//! `GET /v1/runs/{run_id}/tool_calls/{tool_call_id}`: one tool call of a run with its whole
-//! arguments and result, read from the run's stored `tool_call` events (a stream event cuts
-//! values over 64 KiB; this does not).
+//! `GET /v1/runs/{run_id}/tool_calls/{tool_call_id}`: one tool call of a run, told as the
+//! run state and the stream tell it ([`ToolCall`]) with its whole arguments and result (a
+//! stream event cuts values over 64 KiB; this does not), and the bridge's stored form of
+//! the result (`raw_result`).
 
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -8,24 +9,23 @@ use http::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::events::tool_arguments;
 use super::problem::Problem;
 use super::runs::no_run;
+use super::tool_account::ToolCall;
 use super::{json_response, ApiState, Caller};
 
 /// A tool call in full.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ToolCallDetail {
     pub run_id: String,
-    pub tool_call_id: String,
-    pub tool: String,
+    #[serde(flatten)]
+    pub call: ToolCall,
     /// The bridge's last status of the call: `running`, `completed` or `error`.
     pub status: String,
-    /// The call's arguments, whole (JSON).
-    pub arguments: Value,
-    /// The call's result as the bridge stored it (`{status, value}`), whole; `null` while it
-    /// runs.
-    pub result: Value,
+    /// The call's result as the bridge stored it (for a custom tool, the MCP wrapper
+    /// `{status, value: {content, isError}}` around the tool's own JSON), whole; `null`
+    /// while it runs.
+    pub raw_result: Value,
 }
 
 /// Events read per store call while looking for the call.
@@ -37,8 +37,9 @@ pub async fn get_one(
     Path((run_id, call_id)): Path<(String, String)>,
 ) -> Result<Response, Problem> {
     let reader = state.reader(&caller.ns);
-    reader.run(&run_id).await?.ok_or_else(|| no_run(&run_id))?;
-    let mut found: Option<ToolCallDetail> = None;
+    let doc = reader.run(&run_id).await?.ok_or_else(|| no_run(&run_id))?;
+    // The bridge's last word on the call: (status, stored result).
+    let mut found: Option<(String, Value)> = None;
     let mut after = 0;
     loop {
         let page = reader.events_after(&run_id, after, PAGE).await?;
@@ -53,37 +54,39 @@ pub async fn get_one(
             {
                 continue;
             }
-            let name = message.get("name").and_then(Value::as_str).unwrap_or("");
-            let tool = match (
-                name,
-                message.pointer("/args/toolName").and_then(Value::as_str),
-            ) {
-                ("mcp", Some(t)) => t.to_string(),
-                (n, _) => n.to_string(),
-            };
             // The last event of the call wins: a retried call reuses its id.
-            found = Some(ToolCallDetail {
-                run_id: run_id.clone(),
-                tool_call_id: call_id.clone(),
-                tool,
-                status: message
+            found = Some((
+                message
                     .get("status")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string(),
-                arguments: tool_arguments(message),
-                result: message.get("result").cloned().unwrap_or(Value::Null),
-            });
+                message.get("result").cloned().unwrap_or(Value::Null),
+            ));
         }
         if page.len() < PAGE {
             break;
         }
     }
-    let detail = found.ok_or_else(|| {
+    let unknown = || {
         Problem::not_found(format!(
-            "run {run_id} has no tool call {call_id:?} in its stored events (GET \
-             /v1/runs/{run_id} lists its tool calls)"
+            "run {run_id} has no tool call {call_id:?} (GET /v1/runs/{run_id} lists its tool \
+             calls)"
         ))
-    })?;
+    };
+    let pos = state.records().run_positions(&caller.ns, &run_id).await?;
+    let calls = super::runs::tool_calls(&state, &caller.ns, &run_id, &doc, pos).await?;
+    let call = calls
+        .into_iter()
+        .rev()
+        .find(|c| c.tool_call_id == call_id)
+        .ok_or_else(unknown)?;
+    let (status, raw_result) = found.unwrap_or_else(|| (call.outcome.to_string(), Value::Null));
+    let detail = ToolCallDetail {
+        run_id: run_id.clone(),
+        call,
+        status,
+        raw_result,
+    };
     Ok(json_response(StatusCode::OK, &detail))
 }

@@ -91,6 +91,8 @@ impl Approvals {
     /// Tells the streams (and the log) how an approval ended.
     pub(super) fn resolved(&self, rec: &ApprovalRecord) {
         tracing::info!(approval = %rec.id, decision = %rec.state, by = rec.decided_by.as_deref().unwrap_or("-"), reason = rec.reason.as_deref().unwrap_or(""), "approval resolved");
+        // A question's answer is not an edit of the call's arguments.
+        let question = rec.tool == crate::tools::builtin::ask_user::NAME;
         let _ = self.inner.events.send(ApprovalEvent::Resolved {
             ns: rec.ns.clone(),
             run_id: rec.run_id.clone(),
@@ -98,7 +100,15 @@ impl Approvals {
             decision: rec.state.clone(),
             by: rec.decided_by.clone(),
             reason: rec.reason.clone(),
-            edited: rec.approved_args.is_some(),
+            edited: rec.approved_args.is_some() && !question,
+            question: question.then(|| {
+                rec.approved_args
+                    .as_ref()
+                    .filter(|_| rec.state == "approved")
+                    .and_then(|a| a.get("answer"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string)
+            }),
         });
     }
 

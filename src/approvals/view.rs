@@ -77,7 +77,10 @@ pub enum ApprovalEvent {
         decision: String,
         by: Option<String>,
         reason: Option<String>,
+        /// The tool ran with arguments a person edited (never for a question).
         edited: bool,
+        /// A question (`ask_user`): its answer, when it was answered.
+        question: Option<Option<String>>,
     },
 }
 

@@ -263,17 +263,37 @@ fn approvals_with(args: &ApprovalsArgs, client: &ApiClient) -> anyhow::Result<()
             continue;
         }
         let f = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or("");
-        let args_text: String =
-            render::one_line(&a.get("args").map(Value::to_string).unwrap_or_default())
-                .chars()
-                .take(80)
-                .collect();
+        let question = f("tool") == crate::tools::builtin::ask_user::NAME;
+        // What the tool ran with: the edited arguments, when a person changed them; a
+        // question shows its text and answer, never as edited arguments.
+        let shown = if question {
+            let answer = a
+                .pointer("/approved_args/answer")
+                .and_then(Value::as_str)
+                .map(|t| format!(" -> {t:?}"))
+                .unwrap_or_default();
+            format!(
+                "question {:?}{answer}",
+                a.pointer("/args/question")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            )
+        } else {
+            match a.get("approved_args").filter(|v| !v.is_null()) {
+                Some(ran) => format!(
+                    "ran with {ran} (edited; the model asked {})",
+                    a.get("args").cloned().unwrap_or(Value::Null)
+                ),
+                None => a.get("args").map(Value::to_string).unwrap_or_default(),
+            }
+        };
+        let args_text: String = render::one_line(&shown).chars().take(120).collect();
         writeln!(
             out,
             "{:<22} {:<9} {:<16} run {:<40} expires {} {args_text}",
             f("id"),
             f("state"),
-            f("tool"),
+            if question { "question" } else { f("tool") },
             f("run_id"),
             f("expires_at").get(..19).unwrap_or(f("expires_at")),
         )?;
@@ -320,12 +340,25 @@ fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::
     if approve && !args.yes {
         // A tool marked `confirm = true` is approved only when the person says so twice.
         let current = rt.block_on(client.get(&path))?;
+        // The arguments to check are the ones the tool would run with: the edit, if any.
+        let (to_check, note) = match body.get("args") {
+            Some(edited) => (
+                edited.clone(),
+                format!(
+                    "; the model asked {}",
+                    current.get("args").cloned().unwrap_or(Value::Null)
+                ),
+            ),
+            None => (
+                current.get("args").cloned().unwrap_or(Value::Null),
+                String::new(),
+            ),
+        };
         anyhow::ensure!(
             current.get("confirm").and_then(Value::as_bool) != Some(true),
-            "tool {} is marked confirm = true: check its arguments ({}) and approve again \
-             with --yes",
+            "tool {} is marked confirm = true: check the arguments it will run with ({to_check}{note}) \
+             and approve again with --yes",
             current.get("tool").and_then(Value::as_str).unwrap_or("?"),
-            current.get("args").cloned().unwrap_or(Value::Null)
         );
     }
     let decided = rt.block_on(client.json(http::Method::POST, &path, Some(&body)))?;
@@ -344,6 +377,34 @@ fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::
                 Some(a) => format!(", with edited arguments {a}"),
                 None => String::new(),
             }
+        );
+    }
+    Ok(())
+}
+
+/// `callbackd answer RUN_ID QUESTION_ID TEXT`: answers a run's open question (`ask_user`).
+pub fn answer_command(args: &crate::cli::AnswerArgs) -> anyhow::Result<()> {
+    let (client, origin) = connect(&args.client)?;
+    answer_with(args, &client).map_err(|e| origin.explain(e))
+}
+
+fn answer_with(args: &crate::cli::AnswerArgs, client: &ApiClient) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let body = serde_json::json!({"question_id": args.question_id, "answer": args.text});
+    let path = format!("/v1/runs/{}/resume", encode(&args.run_id));
+    let answered = rt.block_on(client.json(http::Method::POST, &path, Some(&body)))?;
+    if args.client.json {
+        println!("{answered}");
+    } else {
+        println!(
+            "question {} of run {} answered by {}: {}",
+            args.question_id,
+            args.run_id,
+            answered
+                .get("decided_by")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            render::one_line(&args.text)
         );
     }
     Ok(())

@@ -114,6 +114,34 @@ fn json_field(ev: &Value, key: &str, label: &str) -> String {
     }
 }
 
+/// A `tool_completed`'s decision or question, as words: ` approved by alice`,
+/// ` denied by bob: too risky`, ` asked "Which region?", answered "eu" by alice`.
+fn decided(ev: &Value) -> String {
+    if let Some(q) = ev.get("question").filter(|q| q.is_object()) {
+        let text = one_line(q.get("text").and_then(Value::as_str).unwrap_or(""));
+        return match q.get("answer").and_then(Value::as_str) {
+            Some(a) => format!(
+                ": asked \"{text}\", answered \"{}\" by {}",
+                one_line(a),
+                q.get("answered_by").and_then(Value::as_str).unwrap_or("?")
+            ),
+            None => format!(": asked \"{text}\", not answered"),
+        };
+    }
+    let Some(d) = ev.get("decision").filter(|d| d.is_object()) else {
+        return String::new();
+    };
+    format!(
+        ", {} by {}{}",
+        d.get("decision").and_then(Value::as_str).unwrap_or("?"),
+        d.get("by").and_then(Value::as_str).unwrap_or("?"),
+        d.get("reason")
+            .and_then(Value::as_str)
+            .map(|r| format!(": {}", one_line(r)))
+            .unwrap_or_default()
+    )
+}
+
 /// `12 ms`, `4.02 s`.
 fn duration(ms: u64) -> String {
     if ms < 1000 {
@@ -173,11 +201,16 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
         "tool_completed" => {
             let outcome = s(ev, "outcome");
             let ms = ev.get("duration_ms").and_then(Value::as_u64);
+            let colour = match outcome {
+                "ok" => GREEN,
+                "denied" | "expired" | "cancelled" => YELLOW,
+                _ => RED,
+            };
             (
                 "tool".into(),
-                if outcome == "ok" { GREEN } else { RED },
+                colour,
                 format!(
-                    "{} {outcome}{}{} ({}){}",
+                    "{} {outcome}{}{} ({}){}{}{}",
                     s(ev, "tool"),
                     ms.map(|m| format!(" in {}", duration(m)))
                         .unwrap_or_default(),
@@ -186,6 +219,16 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
                         .map(|m| format!(" after {} waiting for a person", duration(m)))
                         .unwrap_or_default(),
                     s(ev, "tool_call_id"),
+                    decided(ev),
+                    if ev.get("requested_arguments").is_some() {
+                        format!(
+                            "{}{}",
+                            json_field(ev, "arguments", "ran with"),
+                            json_field(ev, "requested_arguments", "(the model asked") + ")"
+                        )
+                    } else {
+                        String::new()
+                    },
                     json_field(ev, "result", "->")
                 ),
             )
@@ -319,8 +362,7 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
                 "question".into(),
                 YELLOW,
                 format!(
-                    "{}{}; answer with POST /v1/runs/{}/resume {{\"question_id\": \"{}\", \
-                     \"answer\": ...}} (or the console)",
+                    "{}{}; answer with callbackd answer {} {} '...' (or the console)",
                     one_line(&q("text")),
                     if options.is_empty() {
                         String::new()
@@ -332,6 +374,21 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
                 ),
             )
         }
+        "question_resolved" => (
+            "question".into(),
+            YELLOW,
+            match ev.get("answer").and_then(Value::as_str) {
+                Some(answer) => format!("answered by {}: {}", s(ev, "by"), one_line(answer)),
+                None => format!(
+                    "{}{}",
+                    s(ev, "outcome"),
+                    ev.get("reason")
+                        .and_then(Value::as_str)
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ),
+            },
+        ),
         "approval_resolved" => (
             "approval".into(),
             YELLOW,
@@ -443,7 +500,19 @@ mod tests {
             ),
             (
                 json!({"type":"question","run_id":"r1","at":at,"question":{"id":"appr_2","text":"Deploy?","options":["yes","no"],"expires_at":at}}),
-                "      10:11:12 question   Deploy? [yes / no]; answer with POST /v1/runs/r1/resume {\"question_id\": \"appr_2\", \"answer\": ...} (or the console)",
+                "      10:11:12 question   Deploy? [yes / no]; answer with callbackd answer r1 appr_2 '...' (or the console)",
+            ),
+            (
+                json!({"type":"question_resolved","run_id":"r1","at":at,"question_id":"appr_2","outcome":"answered","answer":"yes","by":"default/alice","reason":null}),
+                "      10:11:12 question   answered by default/alice: yes",
+            ),
+            (
+                json!({"type":"tool_completed","seq":7,"at":at,"tool_call_id":"t2","tool":"deploy","outcome":"ok","duration_ms":12,"waited_ms":3000,"arguments":{"v":"2-hotfix"},"requested_arguments":{"v":"2"},"result":{"deployed":"2-hotfix"},"decision":{"approval_id":"a1","decision":"approved","by":"default/alice","at":at,"reason":null,"edited":true}}),
+                r#"   #7 10:11:12 tool       deploy ok in 12 ms after 3.00 s waiting for a person (t2), approved by default/alice ran with {"v":"2-hotfix"} (the model asked {"v":"2"}) -> {"deployed":"2-hotfix"}"#,
+            ),
+            (
+                json!({"type":"tool_completed","seq":8,"at":at,"tool_call_id":"t3","tool":"ask_user","outcome":"ok","duration_ms":1,"waited_ms":900,"arguments":{"question":"Region?"},"result":{"answer":"eu"},"question":{"question_id":"a2","text":"Region?","options":["eu","us"],"answer":"eu","answered_by":"default/alice","answered_at":at}}),
+                r#"   #8 10:11:12 tool       ask_user ok in 1 ms after 900 ms waiting for a person (t3): asked "Region?", answered "eu" by default/alice -> {"answer":"eu"}"#,
             ),
         ];
         for (ev, want) in cases {

@@ -72,6 +72,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Webhooks(args) => callbackd::client::webhooks::webhooks_command(&args),
         Command::Approve(args) => callbackd::client::commands::decide_command(&args, true),
         Command::Deny(args) => callbackd::client::commands::decide_command(&args, false),
+        Command::Answer(args) => callbackd::client::commands::answer_command(&args),
         Command::Fork(args) => callbackd::client::fork::fork_command(&args),
         Command::Completions { shell } => {
             Ok(manual::completions(shell, &mut std::io::stdout().lock())?)

@@ -159,19 +159,21 @@ async fn handle(
         .await
         {
             Held::Run(edited) => {
+                if let Some(r) = record.as_mut() {
+                    r.resumed(edited.clone()).await;
+                }
                 if let Some(edited) = edited {
                     args = edited;
                 }
-                if let Some(r) = record.as_mut() {
-                    r.resumed().await;
-                }
             }
             Held::NotRun(error, outcome) => {
+                let label = outcome.as_str();
                 if let Some(r) = record.take() {
-                    r.finish_unrun(outcome).await;
+                    r.finish_unrun(outcome, &error).await;
                 }
                 log.error = Some(error.to_string());
-                return Ok((encode(req.codec, &error_result(&error)), "denied"));
+                // `denied`, `expired` or `cancelled`: the same word as every view.
+                return Ok((encode(req.codec, &error_result(&error)), label));
             }
         }
     }
@@ -190,7 +192,7 @@ async fn handle(
         record.finish(&outcome).await;
     }
     let (result, label) = match outcome {
-        Ok(result) => (result, "ok"),
+        Ok(value) => (crate::tools::result_of(value), "ok"),
         Err(e) => {
             // Argument errors quote the arguments, which are never logged.
             if !matches!(e, ToolError::InvalidArgs(_)) {
@@ -289,7 +291,7 @@ async fn wait_for_approval(
                 "nobody approved this call within {} s, so it was denied and not run",
                 after.as_secs()
             )),
-            ToolOutcome::Denied,
+            ToolOutcome::Expired,
         ),
         Outcome::Cancelled { reason } => Held::NotRun(
             ToolError::failed(format!(
@@ -342,20 +344,21 @@ impl Recording {
         }
     }
 
-    /// The held call was approved: it starts now.
-    async fn resumed(&mut self) {
+    /// The held call was approved (with `edited` arguments when a person changed them): it
+    /// starts now.
+    async fn resumed(&mut self, edited: Option<Value>) {
         self.started = true;
-        if let Err(e) = self.records.tool_call_resumed(self.id).await {
+        if let Err(e) = self.records.tool_call_resumed(self.id, edited).await {
             tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's start");
         }
     }
 
     /// The held call was denied, its approval expired or was cancelled: it never ran.
-    async fn finish_unrun(mut self, outcome: ToolOutcome) {
+    async fn finish_unrun(mut self, outcome: ToolOutcome, why: &ToolError) {
         self.done = true;
         if let Err(e) = self
             .records
-            .tool_call_ended(self.id, outcome, false, now_ms())
+            .tool_call_ended(self.id, outcome, false, now_ms(), Some(error_value(why)))
             .await
         {
             tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
@@ -364,15 +367,20 @@ impl Recording {
 
     async fn finish(mut self, outcome: &Result<Value, ToolError>) {
         self.done = true;
-        let (outcome, cut_off) = match outcome {
-            Ok(_) => (ToolOutcome::Ok, false),
-            Err(ToolError::Timeout { .. }) => (ToolOutcome::Timeout, true),
-            Err(ToolError::Panicked { .. }) => (ToolOutcome::Error, true),
-            Err(_) => (ToolOutcome::Error, false),
+        let (result, (outcome, cut_off)) = match outcome {
+            Ok(value) => (value.clone(), (ToolOutcome::Ok, false)),
+            Err(e) => (
+                error_value(e),
+                match e {
+                    ToolError::Timeout { .. } => (ToolOutcome::Timeout, true),
+                    ToolError::Panicked { .. } => (ToolOutcome::Error, true),
+                    _ => (ToolOutcome::Error, false),
+                },
+            ),
         };
         if let Err(e) = self
             .records
-            .tool_call_ended(self.id, outcome, cut_off, now_ms())
+            .tool_call_ended(self.id, outcome, cut_off, now_ms(), Some(result))
             .await
         {
             tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
@@ -389,11 +397,17 @@ impl Drop for Recording {
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 let _ = records
-                    .tool_call_ended(id, ToolOutcome::Cancelled, cut_off, now_ms())
+                    .tool_call_ended(id, ToolOutcome::Cancelled, cut_off, now_ms(), None)
                     .await;
             });
         }
     }
+}
+
+/// What callbackd records as the result of a call that failed or never ran: the message the
+/// model got, as `{"error": ...}`.
+fn error_value(e: &ToolError) -> Value {
+    serde_json::json!({ "error": e.to_string() })
 }
 
 fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {

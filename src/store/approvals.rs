@@ -75,6 +75,13 @@ pub trait ApprovalRecords: Send + Sync + 'static {
         state: Option<&str>,
     ) -> BoxFuture<'_, Result<Vec<ApprovalRecord>, StoreError>>;
 
+    /// The approvals of run `run_id` (its held calls and questions), oldest first.
+    fn approvals_of_run(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+    ) -> BoxFuture<'_, Result<Vec<ApprovalRecord>, StoreError>>;
+
     /// Pending approvals whose owner's lease ran out before `now_ms` (their daemon is gone,
     /// and its call with it) are cancelled for `reason`; the ids changed, with their
     /// namespaces and runs.

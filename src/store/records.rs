@@ -14,8 +14,10 @@ pub enum ToolOutcome {
     Awaiting,
     /// Still running (or, after a restart, see [`ToolOutcome::Interrupted`]).
     Running,
-    /// A person denied it, or its approval expired: it never ran.
+    /// A person denied it: it never ran.
     Denied,
+    /// Nobody decided in time: it never ran.
+    Expired,
     Ok,
     /// The tool ran (or was refused its arguments) and answered an error result.
     Error,
@@ -33,6 +35,7 @@ impl ToolOutcome {
             ToolOutcome::Awaiting => "awaiting",
             ToolOutcome::Running => "running",
             ToolOutcome::Denied => "denied",
+            ToolOutcome::Expired => "expired",
             ToolOutcome::Ok => "ok",
             ToolOutcome::Error => "error",
             ToolOutcome::Timeout => "timeout",
@@ -46,6 +49,7 @@ impl ToolOutcome {
             "ok" => ToolOutcome::Ok,
             "awaiting" => ToolOutcome::Awaiting,
             "denied" => ToolOutcome::Denied,
+            "expired" => ToolOutcome::Expired,
             "error" => ToolOutcome::Error,
             "timeout" => ToolOutcome::Timeout,
             "cancelled" => ToolOutcome::Cancelled,
@@ -80,6 +84,12 @@ pub struct ToolCallRecord {
     pub cut_off: bool,
     /// Held for approval: how long it waited for the person (ms); `None` if never held.
     pub waited_ms: Option<i64>,
+    /// What the tool ran with, when a person changed the model's arguments (an edited
+    /// approval, an answered question); `None`: the model's own.
+    pub arguments: Option<serde_json::Value>,
+    /// What the tool returned, its own JSON (`{"error": ...}` when it failed or never ran);
+    /// `None` while it runs, and for calls recorded before migration 0009.
+    pub result: Option<serde_json::Value>,
 }
 
 /// What a prune removed.
@@ -170,16 +180,22 @@ pub trait RunRecords: Send + Sync + 'static {
         held: bool,
     ) -> BoxFuture<'_, Result<i64, StoreError>>;
 
-    /// A held call (recorded [`ToolOutcome::Awaiting`]) was approved and starts now.
-    fn tool_call_resumed(&self, id: i64) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// A held call (recorded [`ToolOutcome::Awaiting`]) was approved and starts now, with
+    /// `arguments` when a person changed them.
+    fn tool_call_resumed(
+        &self,
+        id: i64,
+        arguments: Option<serde_json::Value>,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
 
-    /// Records how call `id` ended.
+    /// Records how call `id` ended, and what the tool returned (its own JSON).
     fn tool_call_ended(
         &self,
         id: i64,
         outcome: ToolOutcome,
         cut_off: bool,
         ended_at_ms: i64,
+        result: Option<serde_json::Value>,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
 
     /// The run's tool calls, oldest first.

@@ -17,6 +17,8 @@ use serde_json::Value;
 use super::spans::{ApprovalTrace, RunTrace, ToolTrace};
 use crate::api::events::{Durable, RunMapper, StoredEvent};
 use crate::api::reader::Reader;
+use crate::api::tool_account::Beside;
+use crate::store::approvals::ApprovalRecord;
 use crate::store::approvals::ApprovalRecords;
 use crate::store::records::{RunRecords, ToolCallRecord};
 use crate::store::{Namespace, Store};
@@ -91,6 +93,8 @@ struct Builder {
     trace: RunTrace,
     mapper: RunMapper,
     records: Vec<ToolCallRecord>,
+    /// The run's approvals (its held calls' decisions), by the run's index.
+    approvals: Vec<ApprovalRecord>,
     ended: bool,
     first_at: Option<i64>,
     /// call id -> index in trace.tools (the last call with that id: retries reuse ids)
@@ -113,9 +117,21 @@ impl Builder {
             .tool_calls_of_run(ns, run_id)
             .await
             .map_err(|e| e.to_string())?;
+        let approvals = src
+            .approvals
+            .approvals_of_run(ns, run_id)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(Some(Builder {
-            mapper: RunMapper::new(&doc, records.clone()),
+            mapper: RunMapper::new(
+                &doc,
+                Beside {
+                    tool_calls: records.clone(),
+                    approvals: approvals.clone(),
+                },
+            ),
             records,
+            approvals,
             trace: RunTrace {
                 namespace: ns.as_str().to_string(),
                 run_id: run_id.to_string(),
@@ -214,6 +230,7 @@ impl Builder {
         let Builder {
             mut trace,
             records,
+            approvals,
             ended,
             first_at,
             by_call,
@@ -234,22 +251,15 @@ impl Builder {
             if let Some(end) = r.ended_at_ms {
                 t.end_ms = t.end_ms.max(end);
             }
-            t.outcome = r.outcome.as_str().to_string();
+            if r.ended_at_ms.is_some() {
+                let approval = approvals
+                    .iter()
+                    .rev()
+                    .find(|a| a.tool_call_id.as_deref() == Some(id));
+                t.outcome = crate::api::tool_account::outcome_of(r, approval).to_string();
+            }
         }
-        // The namespace's approvals, filtered here (the store has no per-run query): read only
-        // for a run that made tool calls.
-        let approvals = if trace.tools.is_empty() {
-            Vec::new()
-        } else {
-            src.approvals
-                .approvals(ns, None)
-                .await
-                .map_err(|e| e.to_string())?
-        };
-        for a in approvals
-            .into_iter()
-            .filter(|a| a.run_id.as_deref() == Some(run_id))
-        {
+        for a in approvals {
             let Some(&i) = a.tool_call_id.as_deref().and_then(|id| by_call.get(id)) else {
                 continue;
             };

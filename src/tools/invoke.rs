@@ -22,7 +22,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::registry::RegisteredTool;
-use super::{result_of, ToolContext, ToolError};
+#[cfg(doc)]
+use super::result_of;
+use super::{ToolContext, ToolError};
 use crate::store::Namespace;
 
 /// Who is calling, as the request says.
@@ -36,8 +38,9 @@ pub struct Call {
     pub timeout: Option<Duration>,
 }
 
-/// Runs one call of `tool` with `args` (a JSON object). `Ok` is the result the model gets
-/// (already shaped); `Err` becomes an error result.
+/// Runs one call of `tool` with `args` (a JSON object). `Ok` is the tool's own value, as it
+/// returned it (callbackd records that; [`result_of`] shapes what the model gets); `Err`
+/// becomes an error result.
 pub async fn invoke(tool: &RegisteredTool, args: Value, call: Call) -> Result<Value, ToolError> {
     let name = tool.name();
     let budget = call
@@ -96,7 +99,7 @@ pub async fn invoke(tool: &RegisteredTool, args: Value, call: Call) -> Result<Va
     if let Some(schema) = &tool.output {
         check_output(name, schema, &value)?;
     }
-    Ok(result_of(value))
+    Ok(value)
 }
 
 fn panicked(tool: &str, payload: &(dyn Any + Send)) -> ToolError {

@@ -159,6 +159,7 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
                     callbackd::store::records::ToolOutcome::Ok,
                     i == 1,
                     1_780_000_000_500,
+                    None,
                 )
                 .await
                 .unwrap();

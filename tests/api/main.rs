@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod account;
 mod ag_ui;
 mod approvals;
 mod approvals_bound;

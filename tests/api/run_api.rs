@@ -639,7 +639,7 @@ async fn the_openapi_document_lists_every_route_and_the_stream_events() {
     let r = app.api("GET", "/v1/openapi.json", None, "").await;
     assert_eq!(r.status, 200);
     let doc = r.json();
-    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["openapi"], "3.2.0");
     for path in callbackd::api::openapi::paths() {
         assert!(doc["paths"][path].is_object(), "{path} missing");
     }
@@ -737,7 +737,16 @@ async fn sessions_and_runs_are_listed_from_the_store() {
     );
     let state = app.api_get("/v1/runs/r1").await.json();
     assert_eq!(state["session_id"], "a1");
-    assert_eq!(state["tool_calls"], json!([]));
+    // Every tool call of the run, built-in or not, with what it ran with and returned.
+    let calls = state["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{state}");
+    assert_eq!(calls[0]["tool"], "echo");
+    assert_eq!(calls[0]["outcome"], "ok");
+    assert_eq!(calls[0]["arguments"], json!({"text": "ping"}));
+    assert_eq!(
+        calls[0]["result"],
+        json!({"status": "success", "value": {}})
+    );
 }
 
 /// A session's `model` is its latest run's, latest as `runs.list` orders them (turn number,

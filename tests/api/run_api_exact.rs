@@ -211,13 +211,28 @@ async fn the_openapi_document_is_worth_generating_a_client_from() {
     let mut empty = Vec::new();
     empty_schemas(&doc, "", &mut empty);
     assert!(empty.is_empty(), "fields without a schema: {empty:?}");
-    // The stream's answer names its event union.
-    let media = &doc["paths"]["/v1/runs/{run_id}/stream"]["get"]["responses"]["200"]["content"]
-        ["text/event-stream"];
-    assert_eq!(
-        media["x-sse-event"]["$ref"],
-        "#/components/schemas/StreamEvent"
-    );
+    // Every stream's answer describes each event (OpenAPI 3.2 `itemSchema`): its `data` is
+    // JSON of the event union.
+    for (path, op) in doc["paths"].as_object().unwrap() {
+        for (method, op) in op.as_object().unwrap() {
+            let Some(media) = op.pointer("/responses/200/content/text~1event-stream") else {
+                continue;
+            };
+            let data = &media["itemSchema"]["properties"]["data"];
+            assert_eq!(
+                data["contentMediaType"], "application/json",
+                "{method} {path}"
+            );
+            assert_eq!(
+                data["contentSchema"]["$ref"], "#/components/schemas/StreamEvent",
+                "{method} {path}"
+            );
+            assert!(
+                media.get("schema").is_none(),
+                "{method} {path}: schema would cover the whole stream"
+            );
+        }
+    }
     let codes = doc["components"]["schemas"]["ProblemCode"].to_string();
     assert!(codes.contains("method_not_allowed"), "{codes}");
 }

@@ -19,11 +19,18 @@ const HELD_MS: u64 = 1500;
 /// to the returned marker file, so "never ran" is observed, not assumed.
 async fn spawn(dir: &Path) -> (Arc<TestApp>, PathBuf) {
     let marker = dir.join("deploys");
+    let argv = format!(r#"["sh", "-c", "echo ran >> \"$0\"; echo '{{\"deployed\": true}}'", {marker:?}]"#);
+    (spawn_deploy(&argv).await, marker)
+}
+
+/// A daemon whose `deploy` tool (`argv`, a TOML array) is held for approval on every call,
+/// with run r1 running.
+pub(crate) async fn spawn_deploy(argv: &str) -> Arc<TestApp> {
     let tool: callbackd::config::CommandToolConfig = toml::from_str(&format!(
         r#"
 name = "deploy"
 description = "Deploys"
-argv = ["sh", "-c", "echo ran >> \"$0\"; echo '{{\"deployed\": true}}'", {marker:?}]
+argv = {argv}
 input_schema = {{ type = "object" }}
 approval = "always"
 "#
@@ -31,7 +38,7 @@ approval = "always"
     .unwrap();
     let app = TestApp::spawn_with(move |c| c.tools.command.push(tool)).await;
     app.running_run_r1().await;
-    (Arc::new(app), marker)
+    Arc::new(app)
 }
 
 /// How many times the tool ran.
@@ -40,7 +47,7 @@ fn runs(marker: &Path) -> usize {
 }
 
 /// The bridge's held call: its stored `running` event, then the call (waiting for a person).
-async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle<()> {
+pub(crate) async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle<()> {
     append(
         app,
         "r1",
@@ -63,7 +70,7 @@ async fn held_call(app: &Arc<TestApp>, call_id: &str) -> tokio::task::JoinHandle
     panic!("no pending approval appeared");
 }
 
-async fn decide(app: &TestApp, decision: &str) {
+pub(crate) async fn decide(app: &TestApp, decision: &str) {
     let id = app.api_get("/v1/approvals").await.json()["approvals"][0]["id"]
         .as_str()
         .unwrap()
@@ -154,6 +161,8 @@ async fn a_held_call_reports_its_wait_apart_from_its_execution() {
         "waited until the denial, {}..{denied_within} ms: {denied}",
         HELD_MS / 2
     );
+    // It never ran: no execution time (its whole time was the wait, issue 35).
+    assert!(denied["duration_ms"].is_null(), "{denied}");
 
     let live = live.collect(T).await;
     let ev = completed(&live, "toolu_1");

@@ -194,11 +194,11 @@ def test_a_restart_while_pending_cancels_the_call_and_it_never_runs(setup_env, t
     evs = events(read_all(r, limit=60))
     c.close()
     # Never "unknown": a held call never ran. Each call's completion says how its (last)
-    # approval ended: cancelled by the restart, or denied when a retry's expired.
+    # approval ended: cancelled by the restart, or expired when nobody decided a retry's.
     tool = [e for e in evs if e["type"] in ("tool_completed", "tool_outcome_unknown")]
     assert tool and all(e["type"] == "tool_completed" for e in tool), evs
     last = {a["tool_call_id"]: a["state"] for a in approvals}
-    meant = {"cancelled": "cancelled", "expired": "denied"}
+    meant = {"cancelled": "cancelled", "expired": "expired"}
     assert [e["outcome"] for e in tool] == [meant[last[e["tool_call_id"]]] for e in tool], (evs, all_)
     # What the name no longer claims: that the stream shows the restart's cancellation. The
     # killed daemon's call may have no completion in the stream at all: the bridge's

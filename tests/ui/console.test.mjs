@@ -78,15 +78,45 @@ test("the run model: snapshots replace tokens, rows are keyed, tool outcomes", (
   assert.equal(usageLine(m.usage), "input 3");
   assert.equal(usageLine({ totalTokens: 3, cacheReadTokens: 0, outputTokens: 1, inputTokens: 2 }), "input 2 · output 1 · cache read 0 · total 3");
   // The run document, read right after, may still say running: the stream's end stands.
-  m.applySummary({ status: "running", tool_calls: [{ tool_call_id: "t3", tool: "slow", outcome: "abandoned", cut_off: false }] });
+  m.applySummary({ status: "running", tool_calls: [{ tool_call_id: "t3", tool: "slow", outcome: "cancelled", cut_off: false, arguments: { n: 1 }, result: null }] });
   assert.equal(m.status, "error");
   assert.equal(m.terminal, true);
-  assert.equal(m.byKey.get("tool:t3").state, "abandoned");
-  // A call still running when the run ends will never report: abandoned.
+  assert.equal(m.byKey.get("tool:t3").state, "cancelled");
+  assert.deepEqual(m.byKey.get("tool:t3").args, { n: 1 });
+  // A call still running when the run ends will never report: cancelled (the stream says so
+  // too, with a tool_completed before the end).
   const c = new RunModel("r2");
   c.apply({ type: "tool_started", seq: 1, tool_call_id: "t", tool: "slow" }, true);
   c.apply({ type: "completed", seq: 2, status: "cancelled", output: "" }, true);
-  assert.equal(c.byKey.get("tool:t").state, "abandoned");
+  assert.equal(c.byKey.get("tool:t").state, "cancelled");
+});
+
+test("a replayed run tells what ran, the decision and the answer (issue 35)", () => {
+  const m = new RunModel("r1");
+  m.apply({ type: "tool_started", seq: 1, tool_call_id: "t1", tool: "deploy", arguments: { version: "1.4.2" } }, true);
+  m.apply({ type: "tool_completed", seq: 2, tool_call_id: "t1", tool: "deploy", outcome: "ok", duration_ms: 40, waited_ms: 6000,
+    arguments: { version: "1.4.2-hotfix1" }, requested_arguments: { version: "1.4.2" }, result: { deployed: "1.4.2-hotfix1" },
+    decision: { approval_id: "a1", decision: "approved", by: "default/alice", at: "2026-12-01T10:00:00Z", reason: null, edited: true } }, true);
+  const tool = m.byKey.get("tool:t1");
+  assert.deepEqual([tool.state, tool.args, tool.requestedArgs, tool.result], ["ok", { version: "1.4.2-hotfix1" }, { version: "1.4.2" }, { deployed: "1.4.2-hotfix1" }]);
+  const approval = m.byKey.get("approval:a1");
+  assert.deepEqual([approval.decision, approval.by, approval.edited, approval.ranWith], ["approved", "default/alice", true, { version: "1.4.2-hotfix1" }]);
+  m.apply({ type: "tool_started", seq: 3, tool_call_id: "t2", tool: "deploy", arguments: {} }, true);
+  m.apply({ type: "tool_completed", seq: 4, tool_call_id: "t2", tool: "deploy", outcome: "denied", duration_ms: null, waited_ms: 3000, arguments: {}, result: { error: "no" },
+    decision: { approval_id: "a2", decision: "denied", by: "default/bob", at: null, reason: "no", edited: false } }, true);
+  assert.equal(m.byKey.get("tool:t2").state, "denied");
+  m.apply({ type: "tool_started", seq: 5, tool_call_id: "t3", tool: "ask_user", arguments: { question: "Region?" } }, true);
+  m.apply({ type: "tool_completed", seq: 6, tool_call_id: "t3", tool: "ask_user", outcome: "ok", duration_ms: 1, arguments: { question: "Region?" }, result: { answer: "eu" },
+    question: { question_id: "q1", text: "Region?", options: ["eu", "us"], answer: "eu", answered_by: "default/alice", answered_at: null } }, true);
+  const q = m.byKey.get("question:q1");
+  assert.deepEqual([q.kind, q.question.text, q.answer, q.decision, q.by], ["question", "Region?", "eu", "approved", "default/alice"]);
+  // Live, the question's end is question_resolved, never an approval with edited arguments.
+  const live = new RunModel("r2");
+  live.apply({ type: "tool_started", seq: 1, tool_call_id: "t", tool: "ask_user" }, true);
+  live.apply({ type: "question", question: { id: "q2", tool_call_id: "t", text: "Go?", options: [] } }, false);
+  assert.equal(live.byKey.get("tool:t").state, "asking");
+  live.apply({ type: "question_resolved", question_id: "q2", outcome: "answered", answer: "yes", by: "default/alice", reason: null }, false);
+  assert.deepEqual([live.byKey.get("question:q2").answer, live.byKey.get("tool:t").state], ["yes", "running"]);
 });
 
 test("the follower resumes after its last durable seq: no repeats, no holes, tokens never count", async () => {
@@ -184,7 +214,8 @@ test("a held tool row waits for approval, then runs or ends unrun", () => {
   m.apply({ type: "tool_started", seq: 2, tool_call_id: "t2", tool: "deploy" }, true);
   m.apply({ type: "approval_required", approval: { id: "appr_2", tool: "deploy", tool_call_id: "t2", args: {} } }, false);
   m.apply({ type: "approval_resolved", approval_id: "appr_2", decision: "cancelled", by: "callbackd", reason: "its run ended" }, false);
-  assert.equal(m.byKey.get("tool:t2").state, "error");
+  // The API's outcome word, not a red "error" (issue 35).
+  assert.equal(m.byKey.get("tool:t2").state, "cancelled");
 });
 
 test("a question is its own card: an answer resolves it, a run that ends cancels it", () => {

@@ -50,6 +50,16 @@ class Created(TypedDict):
 
 
 class Decision(TypedDict):
+    """A person's (or callbackd's) decision on a held call."""
+    approval_id: str
+    at: NotRequired[Optional[str]]
+    by: NotRequired[Optional[str]]
+    decision: str
+    edited: bool
+    reason: NotRequired[Optional[str]]
+
+
+class Decision2(TypedDict):
     """`POST /v1/approvals/{id}` body."""
     args: NotRequired[Any]
     decision: Verdict
@@ -126,6 +136,16 @@ class Problem(TypedDict):
     type: str
 
 
+class QuestionRecord(TypedDict):
+    """A question of the model (`ask_user`) and the person's answer."""
+    answer: NotRequired[Optional[str]]
+    answered_at: NotRequired[Optional[str]]
+    answered_by: NotRequired[Optional[str]]
+    options: list[str]
+    question_id: str
+    text: str
+
+
 class QuestionView(TypedDict):
     """An open question of the model to the person."""
     expires_at: str
@@ -166,7 +186,7 @@ class RunState(TypedDict):
     session_id: str
     started_at: NotRequired[Optional[str]]
     status: RunStatus
-    tool_calls: list[ToolCallView]
+    tool_calls: list[ToolCall]
     turn_number: NotRequired[Optional[int]]
     usage: NotRequired[Optional[Usage]]
 
@@ -268,9 +288,16 @@ previous plan. It stands for that call's `tool_started`."""
 
 
 class ToolCompletedEvent(TypedDict):
+    """How a tool call ended, as every view tells it (see [`ToolCall`]). A call still open
+when its run ended gets one (`cancelled`) just before the run's terminal event, with
+that event's seq."""
+    arguments: NotRequired[Optional[dict[str, Any]]]
     at: str
+    decision: NotRequired[Optional[Decision]]
     duration_ms: NotRequired[Optional[int]]
     outcome: str
+    question: NotRequired[Optional[QuestionRecord]]
+    requested_arguments: NotRequired[Optional[dict[str, Any]]]
     result: Any
     run_id: str
     seq: int
@@ -381,13 +408,28 @@ Sent on every (re)connect while it is pending."""
 
 class QuestionEvent(TypedDict):
     """The model asks the person (built-in `ask_user`): answer with
-`POST /v1/runs/{run_id}/resume` `{question_id, answer}`. Sent on every (re)connect
-while it is open; its end is an `approval_resolved` with its id."""
+`POST /v1/runs/{run_id}/resume` `{question_id, answer}` (or `callbackd answer`).
+Sent on every (re)connect while it is open; its end is a `question_resolved` with its
+id (and, durably, the `ask_user` call's `tool_completed` with the question and answer)."""
     at: str
     question: QuestionView
     run_id: str
     seq: int
     type: Literal["question"]
+
+
+class QuestionResolvedEvent(TypedDict):
+    """An open question ended: `answered` (with the answer and who gave it), `expired` or
+`cancelled` (`reason` says why)."""
+    answer: NotRequired[Optional[str]]
+    at: str
+    by: NotRequired[Optional[str]]
+    outcome: str
+    question_id: str
+    reason: NotRequired[Optional[str]]
+    run_id: str
+    seq: int
+    type: Literal["question_resolved"]
 
 
 class ApprovalResolvedEvent(TypedDict):
@@ -429,25 +471,40 @@ class Tokens(TypedDict):
     output: int
 
 
-class ToolCallDetail(TypedDict):
-    """A tool call in full."""
-    arguments: Any
-    result: Any
-    run_id: str
-    status: str
-    tool: str
-    tool_call_id: str
-
-
-class ToolCallView(TypedDict):
-    """A tool call in a run's state."""
+class ToolCall(TypedDict):
+    """One tool call of a run, as every view tells it."""
+    arguments: NotRequired[Optional[dict[str, Any]]]
     cut_off: bool
+    decision: NotRequired[Optional[Decision]]
     duration_ms: NotRequired[Optional[int]]
     ended_at: NotRequired[Optional[str]]
     outcome: str
+    question: NotRequired[Optional[QuestionRecord]]
+    requested_arguments: NotRequired[Optional[dict[str, Any]]]
+    result: Any
     started_at: str
     tool: str
-    tool_call_id: NotRequired[Optional[str]]
+    tool_call_id: str
+    waited_ms: NotRequired[Optional[int]]
+
+
+class ToolCallDetail(TypedDict):
+    """A tool call in full."""
+    arguments: NotRequired[Optional[dict[str, Any]]]
+    cut_off: bool
+    decision: NotRequired[Optional[Decision]]
+    duration_ms: NotRequired[Optional[int]]
+    ended_at: NotRequired[Optional[str]]
+    outcome: str
+    question: NotRequired[Optional[QuestionRecord]]
+    raw_result: Any
+    requested_arguments: NotRequired[Optional[dict[str, Any]]]
+    result: Any
+    run_id: str
+    started_at: str
+    status: str
+    tool: str
+    tool_call_id: str
     waited_ms: NotRequired[Optional[int]]
 
 
@@ -508,6 +565,7 @@ StreamEvent = Union[
     StreamGapEvent,
     ApprovalRequiredEvent,
     QuestionEvent,
+    QuestionResolvedEvent,
     ApprovalResolvedEvent,
     UpToDateEvent,
 ]

@@ -420,8 +420,20 @@ export interface components {
             session: components["schemas"]["Session"];
             tools: string[];
         };
-        /** @description `POST /v1/approvals/{id}` body. */
+        /** @description A person's (or callbackd's) decision on a held call. */
         Decision: {
+            approval_id: string;
+            at?: string | null;
+            /** @description Who decided (`namespace/label`, or `callbackd` for a cancellation). */
+            by?: string | null;
+            /** @description `approved`, `denied`, `expired`, `cancelled`, or `pending` (not decided yet). */
+            decision: string;
+            /** @description The tool ran with arguments a person changed (`requested_arguments` has the model's). */
+            edited: boolean;
+            reason?: string | null;
+        };
+        /** @description `POST /v1/approvals/{id}` body. */
+        Decision2: {
             /**
              * @description With `approve`: the arguments to run the tool with instead of the model's (an
              *     object valid against the tool's input schema). The record keeps both.
@@ -525,6 +537,19 @@ export interface components {
         };
         /** @description The spec's error codes, each with its HTTP status. */
         ProblemCode: ("unauthenticated" | "permission_denied" | "not_found" | "invalid_argument" | "replay_expired" | "not_implemented" | "unavailable" | "internal") | "method_not_allowed" | "failed_precondition" | "payload_too_large" | "resource_exhausted";
+        /** @description A question of the model (`ask_user`) and the person's answer. */
+        QuestionRecord: {
+            /**
+             * @description The answer; `null` when the question was not answered (expired, cancelled) or is
+             *     still open.
+             */
+            answer?: string | null;
+            answered_at?: string | null;
+            answered_by?: string | null;
+            options: string[];
+            question_id: string;
+            text: string;
+        };
         /** @description An open question of the model to the person. */
         QuestionView: {
             expires_at: string;
@@ -577,7 +602,11 @@ export interface components {
             session_id: string;
             started_at?: string | null;
             status: components["schemas"]["RunStatus"];
-            tool_calls: components["schemas"]["ToolCallView"][];
+            /**
+             * @description Every tool call of the run, in the order they started, each told as the stream's
+             *     `tool_completed` tells it (with its arguments and result, whole).
+             */
+            tool_calls: components["schemas"]["ToolCall"][];
             /** Format: uint64 */
             turn_number?: number | null;
             usage?: components["schemas"]["Usage"] | null;
@@ -713,15 +742,32 @@ export interface components {
             /** @constant */
             type: "plan";
         } | {
+            /**
+             * @description What the tool ran with (the approved arguments, edited or not); over
+             *     [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
+             *     `truncated: true`, like `result`.
+             */
+            arguments?: {
+                [key: string]: unknown;
+            } | null;
             /** Format: date-time */
             at: string;
+            /** @description A held call: the decision on it (who, when, how, why). */
+            decision?: components["schemas"]["Decision"] | null;
             /** Format: int64 */
             duration_ms?: number | null;
             outcome: string;
+            /** @description An `ask_user` call: the question and the answer. */
+            question?: components["schemas"]["QuestionRecord"] | null;
+            /** @description What the model asked, present only when a person changed it. */
+            requested_arguments?: {
+                [key: string]: unknown;
+            } | null;
             /**
-             * @description The call's result as the bridge stored it (`{status, value}`, JSON); over
-             *     [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
-             *     `truncated: true` (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
+             * @description What the tool returned, its own JSON (a custom tool's as callbackd recorded it,
+             *     a built-in's as the bridge stored it); over [`FULL_VALUE_BYTES`] of JSON text, a
+             *     string of its first bytes and `truncated: true`
+             *     (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
              */
             result: unknown;
             run_id: string;
@@ -855,6 +901,19 @@ export interface components {
             /** @constant */
             type: "question";
         } | {
+            answer?: string | null;
+            /** Format: date-time */
+            at: string;
+            by?: string | null;
+            outcome: string;
+            question_id: string;
+            reason?: string | null;
+            run_id: string;
+            /** @description the durable seq (for token and control events: the last one sent) */
+            seq: number;
+            /** @constant */
+            type: "question_resolved";
+        } | {
             approval_id: string;
             /** Format: date-time */
             at: string;
@@ -899,38 +958,104 @@ export interface components {
             /** Format: uint64 */
             output: number;
         };
+        /** @description One tool call of a run, as every view tells it. */
+        ToolCall: {
+            /**
+             * @description What the tool ran with: the arguments a person approved (edited or not), else the
+             *     model's.
+             */
+            arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Stopped mid-execution (timed out, panicked, cut off): its effect is unknown. */
+            cut_off: boolean;
+            /** @description A call held for approval: the person's decision. */
+            decision?: components["schemas"]["Decision"] | null;
+            /**
+             * Format: int64
+             * @description The execution time only: a held call's starts when it was approved.
+             */
+            duration_ms?: number | null;
+            ended_at?: string | null;
+            /**
+             * @description How the call ended: `ok`, `error`, `denied` (a person said no), `expired` (nobody
+             *     decided in time), `cancelled` (its run ended, or callbackd stopped, before it did)
+             *     or `timeout`; while it has not ended, `awaiting` (held for a person) or `running`.
+             */
+            outcome: string;
+            /** @description An `ask_user` call: the question and its answer. */
+            question?: components["schemas"]["QuestionRecord"] | null;
+            /** @description What the model asked, present only when a person changed it before approving. */
+            requested_arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description What the tool returned, its own JSON: for a custom tool callbackd's record of it
+             *     (`{"error": "..."}` when it failed or never ran), for a built-in tool the bridge's
+             *     stored result. `null` while it runs.
+             */
+            result: unknown;
+            started_at: string;
+            tool: string;
+            tool_call_id: string;
+            /**
+             * Format: int64
+             * @description A held call: how long it waited for the person (not in `duration_ms`).
+             */
+            waited_ms?: number | null;
+        };
         /** @description A tool call in full. */
         ToolCallDetail: {
-            /** @description The call's arguments, whole (JSON). */
-            arguments: unknown;
             /**
-             * @description The call's result as the bridge stored it (`{status, value}`), whole; `null` while it
-             *     runs.
+             * @description What the tool ran with: the arguments a person approved (edited or not), else the
+             *     model's.
+             */
+            arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Stopped mid-execution (timed out, panicked, cut off): its effect is unknown. */
+            cut_off: boolean;
+            /** @description A call held for approval: the person's decision. */
+            decision?: components["schemas"]["Decision"] | null;
+            /**
+             * Format: int64
+             * @description The execution time only: a held call's starts when it was approved.
+             */
+            duration_ms?: number | null;
+            ended_at?: string | null;
+            /**
+             * @description How the call ended: `ok`, `error`, `denied` (a person said no), `expired` (nobody
+             *     decided in time), `cancelled` (its run ended, or callbackd stopped, before it did)
+             *     or `timeout`; while it has not ended, `awaiting` (held for a person) or `running`.
+             */
+            outcome: string;
+            /** @description An `ask_user` call: the question and its answer. */
+            question?: components["schemas"]["QuestionRecord"] | null;
+            /**
+             * @description The call's result as the bridge stored it (for a custom tool, the MCP wrapper
+             *     `{status, value: {content, isError}}` around the tool's own JSON), whole; `null`
+             *     while it runs.
+             */
+            raw_result: unknown;
+            /** @description What the model asked, present only when a person changed it before approving. */
+            requested_arguments?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description What the tool returned, its own JSON: for a custom tool callbackd's record of it
+             *     (`{"error": "..."}` when it failed or never ran), for a built-in tool the bridge's
+             *     stored result. `null` while it runs.
              */
             result: unknown;
             run_id: string;
+            started_at: string;
             /** @description The bridge's last status of the call: `running`, `completed` or `error`. */
             status: string;
             tool: string;
             tool_call_id: string;
-        };
-        /** @description A tool call in a run's state. */
-        ToolCallView: {
-            cut_off: boolean;
-            /** Format: int64 */
-            duration_ms?: number | null;
-            ended_at?: string | null;
-            /**
-             * @description `running`, `ok`, `error`, `timeout`, `cancelled`, `interrupted`, or `abandoned` (still
-             *     running, or finished after, when its run ended: the bridge dropped its answer).
-             */
-            outcome: string;
-            started_at: string;
-            tool: string;
-            tool_call_id?: string | null;
             /**
              * Format: int64
-             * @description Held for approval: the wait for the person, not counted in `duration_ms`.
+             * @description A held call: how long it waited for the person (not in `duration_ms`).
              */
             waited_ms?: number | null;
         };
@@ -1112,7 +1237,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["Decision"];
+                "application/json": components["schemas"]["Decision2"];
             };
         };
         responses: {
@@ -1652,7 +1777,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": unknown;
                 };
             };
             /** @description A terminal run with nothing after `after` */
@@ -1786,7 +1911,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": unknown;
                 };
             };
             /** @description A terminal run with nothing after `after` */
@@ -2529,7 +2654,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": unknown;
                 };
             };
             /** @description A terminal run with nothing after `after` */

@@ -122,9 +122,7 @@ pub fn document() -> Value {
                     json!({"description": "Server-Sent Events: the first block starts with `retry: <api.retry_ms>`; \
                             each event is `id: <seq>` (durable events only) and `data: <StreamEvent JSON>`; \
                             `: keepalive` comments in between",
-                           "content": {"text/event-stream": {
-                               "schema": {"type": "string"},
-                               "x-sse-event": {"$ref": "#/components/schemas/StreamEvent"}}}}),
+                           "content": {"text/event-stream": {"itemSchema": sse_item()}}}),
                 );
                 responses.insert(
                     "204".into(),
@@ -232,7 +230,7 @@ pub fn document() -> Value {
         }}),
     );
     json!({
-        "openapi": "3.1.0",
+        "openapi": "3.2.0",
         "info": {"title": "callbackd run API", "version": env!("CARGO_PKG_VERSION")},
         "paths": paths,
         "components": {
@@ -243,6 +241,22 @@ pub fn document() -> Value {
                 "streamToken": {"type": "apiKey", "in": "query", "name": "access_token",
                     "description": "a stream token from POST /v1/runs/{run_id}/stream-token: that run's stream only"},
             },
+        },
+    })
+}
+
+/// One server-sent event (OpenAPI 3.2 `itemSchema`): its fields as the SSE parser gives them
+/// (strings), `data` a JSON [`StreamEvent`](#/components/schemas/StreamEvent). A block with
+/// only `retry:` (the stream's first) has no data.
+fn sse_item() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "data": {"type": "string", "contentMediaType": "application/json",
+                     "contentSchema": {"$ref": "#/components/schemas/StreamEvent"}},
+            "event": {"type": "string"},
+            "id": {"type": "string", "description": "the event's seq (durable events only)"},
+            "retry": {"type": "integer", "minimum": 0},
         },
     })
 }

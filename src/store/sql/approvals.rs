@@ -166,6 +166,21 @@ pub async fn list<X: Exec>(
     }
 }
 
+/// The approvals of one run, oldest first (index `approvals_by_run`).
+pub async fn of_run<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+) -> Result<Vec<ApprovalRecord>, X::Error> {
+    let sql = sql!(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM approvals WHERE ns = ?1 AND run_id = ?2 ORDER BY created_at, id"
+    ));
+    let params = [Value::Text(ns), Value::Text(run_id)];
+    x.all(sql.get(X::DIALECT), &params, record).await
+}
+
 /// Cancels the pending approvals whose lease ran out before `now_ms`; the records changed.
 pub async fn cancel_abandoned<X: Exec>(
     x: &X,
@@ -259,6 +274,23 @@ macro_rules! impl_approval_records {
                     Box::pin(async move {
                         $crate::store::sql::approvals::list(x, &ns, state.as_deref()).await
                     })
+                })
+            }
+
+            fn approvals_of_run(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+            ) -> $crate::store::BoxFuture<
+                '_,
+                Result<Vec<$crate::store::approvals::ApprovalRecord>, $crate::store::StoreError>,
+            > {
+                let args = $crate::store::sql::owned([ns.as_str(), run_id]);
+                self.sql_read(move |x| {
+                    let [ns, run_id] = args.clone();
+                    Box::pin(
+                        async move { $crate::store::sql::approvals::of_run(x, &ns, &run_id).await },
+                    )
                 })
             }
 

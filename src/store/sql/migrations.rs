@@ -17,6 +17,7 @@ macro_rules! migrations {
             "0008_see",
             "0009_ag_ui_threads",
             "0010_webhooks",
+            "0011_tool_call_values",
         )
     };
     (@files $dir:literal: $($name:literal),* $(,)?) => {

@@ -83,13 +83,22 @@ pub async fn agent_count<X: Exec>(x: &X, ns: &str) -> Result<u64, X::Error> {
     Ok(n.map_or(0, |n| n.max(0) as u64))
 }
 
-pub async fn tool_call_resumed<X: Exec>(x: &X, id: i64) -> Result<(), X::Error> {
+pub async fn tool_call_resumed<X: Exec>(
+    x: &X,
+    id: i64,
+    arguments: Option<&serde_json::Value>,
+) -> Result<(), X::Error> {
     // The wait for the person ends here; the execution (duration) starts here.
     let sql = sql!(
         "UPDATE tool_calls SET outcome = 'running', waited_ms = ?2 - started_at, \
-         started_at = ?2 WHERE id = ?1"
+         started_at = ?2, arguments = ?3 WHERE id = ?1"
     );
-    let params = [Value::Int(id), Value::Int(now_ms())];
+    let arguments = arguments.map(|a| a.to_string());
+    let params = [
+        Value::Int(id),
+        Value::Int(now_ms()),
+        Value::OptText(arguments.as_deref()),
+    ];
     x.execute(sql.get(X::DIALECT), &params).await?;
     Ok(())
 }
@@ -100,17 +109,20 @@ pub async fn tool_call_ended<X: Exec>(
     outcome: ToolOutcome,
     cut_off: bool,
     ended_at_ms: i64,
+    result: Option<&serde_json::Value>,
 ) -> Result<(), X::Error> {
     // A held call that ends without running (denied, expired, cancelled) waited until now.
     let sql = sql!(
         "UPDATE tool_calls SET waited_ms = CASE WHEN outcome = 'awaiting' THEN ?2 - started_at \
-         ELSE waited_ms END, ended_at = ?2, outcome = ?3, cut_off = ?4 WHERE id = ?1"
+         ELSE waited_ms END, ended_at = ?2, outcome = ?3, cut_off = ?4, result = ?5 WHERE id = ?1"
     );
+    let result = result.map(|r| r.to_string());
     let params = [
         Value::Int(id),
         Value::Int(ended_at_ms),
         Value::Text(outcome.as_str()),
         Value::Bool(cut_off),
+        Value::OptText(result.as_deref()),
     ];
     x.execute(sql.get(X::DIALECT), &params).await?;
     Ok(())
@@ -123,7 +135,8 @@ pub async fn tool_calls_of_run<X: Exec>(
 ) -> Result<Vec<ToolCallRecord>, X::Error> {
     let sql = sql!(
         "SELECT agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, \
-         cut_off, waited_ms FROM tool_calls WHERE ns = ?1 AND run_id = ?2 ORDER BY id"
+         cut_off, waited_ms, arguments, result FROM tool_calls WHERE ns = ?1 AND run_id = ?2 \
+         ORDER BY id"
     );
     x.all(
         sql.get(X::DIALECT),
@@ -139,6 +152,8 @@ pub async fn tool_calls_of_run<X: Exec>(
                 outcome: ToolOutcome::parse(r.text(6)?),
                 cut_off: r.bool(7)?,
                 waited_ms: r.opt_int(8)?,
+                arguments: r.opt_text(9)?.and_then(|t| serde_json::from_str(t).ok()),
+                result: r.opt_text(10)?.and_then(|t| serde_json::from_str(t).ok()),
             })
         },
     )
@@ -381,11 +396,14 @@ macro_rules! impl_run_records {
             fn tool_call_resumed(
                 &self,
                 id: i64,
+                arguments: Option<serde_json::Value>,
             ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
                 self.sql_write(move |x| {
-                    Box::pin(
-                        async move { $crate::store::sql::records::tool_call_resumed(x, id).await },
-                    )
+                    let arguments = arguments.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::records::tool_call_resumed(x, id, arguments.as_ref())
+                            .await
+                    })
                 })
             }
 
@@ -395,8 +413,10 @@ macro_rules! impl_run_records {
                 outcome: $crate::store::records::ToolOutcome,
                 cut_off: bool,
                 ended_at_ms: i64,
+                result: Option<serde_json::Value>,
             ) -> $crate::store::BoxFuture<'_, Result<(), $crate::store::StoreError>> {
                 self.sql_write(move |x| {
+                    let result = result.clone();
                     Box::pin(async move {
                         $crate::store::sql::records::tool_call_ended(
                             x,
@@ -404,6 +424,7 @@ macro_rules! impl_run_records {
                             outcome,
                             cut_off,
                             ended_at_ms,
+                            result.as_ref(),
                         )
                         .await
                     })

@@ -103,9 +103,11 @@ export function approvalsPage(main, api, canWrite, setTeardown) {
         let card = cards.get(a.id);
         if (!card) {
           const left = h("span.time-left");
-          card = { li: h("li.item.approval", { dataset: { approvalId: a.id } },
+          const question = a.tool === ASK_USER;
+          card = { li: h(question ? "li.item.approval.question" : "li.item.approval", { dataset: { approvalId: a.id } },
             h("div.approval-head", {},
-              h("span.label", {}, "approval"), h("span.tool-name", {}, a.tool),
+              // A question is a question, not an approval of the ask_user tool.
+              h("span.label", {}, question ? "question" : "approval"), question ? null : h("span.tool-name", {}, a.tool),
               a.run_id ? h("a.small", { href: `#/runs/${api.enc(a.run_id)}` }, "run") : null,
               h("a.small", { href: `#/sessions/${api.enc(a.session_id)}` }, "session"),
               h("time", { datetime: a.created_at }, when(a.created_at)), left),

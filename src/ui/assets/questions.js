@@ -43,6 +43,6 @@ export function questionForm(question, send) {
 
 /** What a question card says once it is no longer open. */
 export function questionOutcome(item) {
-  if (item.decision === "approved") return `answered${item.by ? ` by ${item.by}` : ""}`;
+  if (item.decision === "approved") return `answered${item.answer !== undefined && item.answer !== null ? ` "${item.answer}"` : ""}${item.by ? ` by ${item.by}` : ""}`;
   return `${item.decision}${item.by ? ` by ${item.by}` : ""}: the model was told it got no answer`;
 }

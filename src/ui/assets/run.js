@@ -6,7 +6,10 @@ import { decisionForm, timeLeft } from "./approvals.js";
 import { questionForm, questionOutcome } from "./questions.js";
 import { h, fill, ms, short, stamp } from "./dom.js";
 
-const TOOL_LABEL = { waiting: "waiting for approval", asking: "waiting for an answer", running: "running…", ok: "ok", error: "error", unknown: "outcome unknown", abandoned: "abandoned" };
+// One outcome vocabulary with the API (run-api.md "Tool calls"), plus the states of a call
+// that has not ended.
+const TOOL_LABEL = { waiting: "waiting for approval", asking: "waiting for an answer", running: "running…", ok: "ok", error: "error", denied: "denied", expired: "expired (nobody decided)", cancelled: "cancelled", timeout: "timed out", unknown: "outcome unknown" };
+const ENDED = ["ok", "error", "denied", "expired", "cancelled", "timeout"];
 
 export class RunModel {
   constructor(runId) {
@@ -89,13 +92,37 @@ export class RunModel {
         this.upsert(`tool:${ev.tool_call_id}`, { kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: held?.state ?? "running", waitingSince: held?.since, at: ev.at, seq: ev.seq, args: ev.arguments, argsCut: ev.truncated });
         break;
       }
-      case "tool_completed":
+      case "tool_completed": {
+        // What ran (the approved arguments), what the model asked when a person changed it,
+        // the tool's own result, and the decision or the answer: the same account as the API.
         this.upsert(`tool:${ev.tool_call_id}`, {
-          kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: ev.outcome === "ok" ? "ok" : "error",
+          kind: "tool", id: ev.tool_call_id, tool: ev.tool, state: ENDED.includes(ev.outcome) ? ev.outcome : "error",
           durationMs: ev.duration_ms, waitedMs: ev.waited_ms, result: ev.result, resultCut: ev.truncated,
+          ...(ev.arguments !== undefined ? { args: ev.arguments, argsCut: ev.truncated } : {}),
+          requestedArgs: ev.requested_arguments, decision: ev.decision, question: ev.question,
+          reason: ev.outcome === "cancelled" && !ev.decision ? "the run ended before this call did" : undefined,
           endedAt: ev.at, endSeq: ev.seq, ...(this.byKey.has(`tool:${ev.tool_call_id}`) ? {} : { at: ev.at }),
         });
+        // The replay has no approval_required/question events: the decision and the
+        // question come from here, so a replay shows them as the live view did.
+        const d = ev.decision;
+        if (d && d.approval_id) {
+          const have = this.byKey.get(`approval:${d.approval_id}`);
+          this.upsert(`approval:${d.approval_id}`, {
+            kind: "approval", approval: { ...(have?.approval || {}), id: d.approval_id, tool: ev.tool, tool_call_id: ev.tool_call_id },
+            decision: d.decision, by: d.by, reason: d.reason, edited: d.edited, ranWith: ev.arguments, requestedArgs: ev.requested_arguments,
+          });
+        }
+        const q = ev.question;
+        if (q && q.question_id) {
+          const have = this.byKey.get(`question:${q.question_id}`);
+          this.upsert(`question:${q.question_id}`, {
+            kind: "question", question: { ...(have?.question || {}), id: q.question_id, text: q.text, options: q.options, tool_call_id: ev.tool_call_id },
+            decision: q.answer !== null && q.answer !== undefined ? "approved" : (have?.decision || ev.outcome), answer: q.answer, by: q.answered_by ?? have?.by,
+          });
+        }
         break;
+      }
       case "plan":
         this.upsert(`plan:${ev.tool_call_id}`, { kind: "plan", seq: ev.seq, at: ev.at, items: ev.items || [] });
         // The plan stands for the call's tool_started: its row runs, with the items as arguments.
@@ -147,6 +174,14 @@ export class RunModel {
         if (tool && tool.state === "running") this.upsert(tool.key, { state: "asking", waitingSince: ev.question?.created_at ?? ev.at });
         break;
       }
+      case "question_resolved": {
+        const question = this.byKey.get(`question:${ev.question_id}`);
+        const answered = ev.outcome === "answered";
+        this.upsert(`question:${ev.question_id}`, { kind: "question", decision: answered ? "approved" : ev.outcome, answer: ev.answer, by: ev.by, reason: ev.reason });
+        const asked = question?.question?.tool_call_id && this.byKey.get(`tool:${question.question.tool_call_id}`);
+        if (asked && asked.state === "asking") this.upsert(asked.key, { state: answered ? "running" : ev.outcome, reason: answered ? undefined : `${ev.outcome}: not answered` });
+        break;
+      }
       case "approval_resolved": {
         const question = this.byKey.get(`question:${ev.approval_id}`);
         if (question) {
@@ -158,7 +193,7 @@ export class RunModel {
         this.upsert(`approval:${ev.approval_id}`, { kind: "approval", decision: ev.decision, by: ev.by, reason: ev.reason, edited: ev.edited, decidedAt: ev.at });
         const callId = this.byKey.get(`approval:${ev.approval_id}`)?.approval?.tool_call_id;
         const tool = callId && this.byKey.get(`tool:${callId}`);
-        if (tool && tool.state === "waiting") this.upsert(tool.key, { state: ev.decision === "approved" ? "running" : "error", reason: ev.decision === "approved" ? undefined : `${ev.decision}: not run` });
+        if (tool && tool.state === "waiting") this.upsert(tool.key, { state: ev.decision === "approved" ? "running" : ev.decision, reason: ev.decision === "approved" ? undefined : `${ev.decision}: not run` });
         break;
       }
       default:
@@ -177,7 +212,8 @@ export class RunModel {
   }
 
   /** A call still running when its run ended (a cancel does not stop the host's tool; its
-   * answer is dropped) is abandoned: the run will never see its result. */
+   * answer is dropped) is cancelled: the run will never see its result. The stream says so
+   * too (a `tool_completed` before the terminal event); this covers what it cannot. */
   abandonRunning() {
     for (const i of this.items) {
       // A held call of an ended run never runs: no buttons, and why.
@@ -186,7 +222,7 @@ export class RunModel {
         i.rev = (i.rev || 0) + 1;
       }
       if (i.kind === "tool" && (i.state === "running" || i.state === "waiting" || i.state === "asking")) {
-        Object.assign(i, { state: "abandoned", reason: "the run ended before this call did" });
+        Object.assign(i, { state: "cancelled", reason: "the run ended before this call did" });
         i.rev = (i.rev || 0) + 1;
       }
     }
@@ -213,8 +249,9 @@ export class RunModel {
       const key = `tool:${c.tool_call_id}`;
       const have = this.byKey.get(key);
       if (have && have.state !== "running") continue;
-      const state = c.outcome === "ok" ? "ok" : c.outcome === "running" ? "running" : c.cut_off ? "unknown" : c.outcome === "abandoned" ? "abandoned" : "error";
-      this.upsert(key, { kind: "tool", id: c.tool_call_id, tool: c.tool, state, durationMs: c.duration_ms, at: have?.at ?? c.started_at, reason: c.cut_off ? c.outcome : undefined, fromRecord: true });
+      const state = c.cut_off && c.outcome !== "ok" ? "unknown" : c.outcome === "awaiting" ? "waiting" : c.outcome === "running" ? "running" : ENDED.includes(c.outcome) ? c.outcome : "error";
+      this.upsert(key, { kind: "tool", id: c.tool_call_id, tool: c.tool, state, durationMs: c.duration_ms, waitedMs: c.waited_ms, at: have?.at ?? c.started_at,
+        args: c.arguments, requestedArgs: c.requested_arguments, result: c.result, decision: c.decision, question: c.question, reason: c.cut_off ? c.outcome : undefined, fromRecord: true });
     }
     if (this.terminal) this.abandonRunning();
   }
@@ -408,12 +445,12 @@ const FOLD_LINES = 10;
 
 /** A tool call's arguments or result, pretty-printed in a <details>: open when short, folded
  * when long; a value the stream cut says where the whole of it is. */
-function jsonBlock(label, value, cut, callId) {
+function jsonBlock(label, value, cut, callId, cls = label) {
   if (value === undefined) return null;
   const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
   const lines = text.split("\n").length;
   const fold = cut || text.length > FOLD_CHARS || lines > FOLD_LINES;
-  return h(`details.json.${label}`, { open: !fold },
+  return h(`details.json.${cls}`, { open: !fold },
     h("summary", {}, label, fold ? h("span.muted.small", {}, ` (${lines.toLocaleString()} lines, ${text.length.toLocaleString()} characters)`) : null),
     h("pre", {}, text),
     cut ? h("p.muted.small", {}, `Cut at 64 KiB: the whole value is at GET /v1/runs/…/tool_calls/${callId}.`) : null);
@@ -424,6 +461,16 @@ function rawBlock(events) {
   return h("details.json.raw", {},
     h("summary", {}, "JSON"),
     h("pre", {}, events.map((e) => JSON.stringify(e, null, 2)).join("\n")));
+}
+
+/** A held call's decision, in words: who, how, when, why. */
+function decisionLine(d) {
+  if (!d || !d.decision) return null;
+  return h("div.decision", { dataset: { decision: d.decision } },
+    h("span.label", {}, "decision"),
+    `${d.decision}${d.by ? ` by ${d.by}` : ""}${d.edited ? " with edited arguments" : ""}`,
+    d.at ? [" ", stamp(d.at)] : null,
+    d.reason ? h("span.reason", {}, d.reason) : null);
 }
 
 function renderItem(li, item, decide) {
@@ -467,7 +514,14 @@ function renderRow(li, item, decide) {
         item.reason ? h("span.reason", {}, item.reason) : null,
         h("code.call-id", { title: item.id }, short(item.id)),
         stamp(item.at),
-        jsonBlock("arguments", item.args, item.argsCut, item.id),
+        decisionLine(item.decision),
+        item.question ? h("div.asked", {}, h("span.label", {}, "asked"), h("span.question-text", {}, item.question.text || ""),
+          item.question.answer !== null && item.question.answer !== undefined
+            ? [h("span.label", {}, "answer"), h("span.answer", {}, item.question.answer), item.question.answered_by ? h("span.muted.small", {}, ` by ${item.question.answered_by}`) : null]
+            : h("span.muted.small", {}, " (not answered)")) : null,
+        // What ran is the approved arguments; the model's, when a person changed them, beside.
+        jsonBlock(item.requestedArgs !== undefined && item.requestedArgs !== null ? "arguments (ran with, edited)" : "arguments", item.args, item.argsCut, item.id, "arguments"),
+        item.requestedArgs !== undefined && item.requestedArgs !== null ? jsonBlock("the model asked", item.requestedArgs, false, item.id, "requested") : null,
         jsonBlock("result", item.result, item.resultCut, item.id));
       break;
     case "plan":
@@ -487,7 +541,9 @@ function renderRow(li, item, decide) {
       fill(li,
         h("span.label", {}, "approval"),
         h("span.tool-name", {}, item.approval?.tool || ""),
-        item.approval?.args && !pending ? h("code.raw", {}, JSON.stringify(item.approval.args).slice(0, 200)) : null,
+        // Decided: what the tool ran with (the edit, if any), and what the model asked.
+        !pending && (item.ranWith ?? item.approval?.args) ? h("code.raw.ran-with", {}, JSON.stringify(item.ranWith ?? item.approval.args).slice(0, 200)) : null,
+        !pending && item.requestedArgs ? h("span.muted.small.requested", {}, ` (the model asked ${JSON.stringify(item.requestedArgs).slice(0, 200)})`) : null,
         h("span.outcome", {}, item.decision ? [`${item.decision}${item.by ? ` by ${item.by}` : ""}${item.edited ? " (with edited arguments)" : ""}`, item.decidedAt ? [" at ", stamp(item.decidedAt)] : null] : "waits for a decision"),
         stamp(item.at),
         item.reason ? h("span.reason", {}, item.reason) : null,
