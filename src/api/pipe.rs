@@ -91,6 +91,22 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Resolves once the reader is gone (the response body was dropped: the client left).
+    pub async fn closed(&self) {
+        loop {
+            let notified = self.0.writable.notified();
+            tokio::pin!(notified);
+            // Registered before the check: a drop between the two still wakes us.
+            notified.as_mut().enable();
+            if self.0.lock().reader_gone {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
         self.0.lock().writer_gone = true;

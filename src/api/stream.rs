@@ -16,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::events::{event_json, Control};
@@ -53,9 +52,10 @@ pub struct StreamPlan {
     pub after: u64,
     /// `POST .../messages`: the text fragments the bridge streams, counted.
     pub tokens: Option<Relay>,
-    /// The stream's place under `api.max_streams`, held until the stream's task ends.
+    /// The stream's place under `api.max_streams` (and its namespace's share), held until
+    /// the stream's task ends (held, never read).
     #[allow(dead_code)]
-    pub permit: OwnedSemaphorePermit,
+    pub permit: super::stream_slots::StreamSlot,
     /// The connection's place under `server.max_connections`, given back for the stream.
     pub conn: Option<crate::server::ConnSlot>,
 }
@@ -73,6 +73,7 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
             tx,
             slow: Duration::from_millis(state.config().slow_reader_ms),
             retry: Some(state.config().retry_ms),
+            last_sent: Instant::now(),
         };
         let run_id = plan.run_id.clone();
         let caller = plan.caller.clone();
@@ -149,6 +150,9 @@ struct Out {
     /// field (in its first block), so a browser's `EventSource` waits that long before it
     /// reconnects, not its own default.
     retry: Option<u64>,
+    /// When the last frame was queued: the next keepalive is due `api.keepalive_ms` after
+    /// it, however often the wait loop is re-entered meanwhile.
+    last_sent: Instant,
 }
 
 impl Out {
@@ -166,7 +170,10 @@ impl Out {
             _ => frame,
         };
         match self.tx.send_timeout(frame, self.slow).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.last_sent = Instant::now();
+                Ok(())
+            }
             Err(_) => Err(Stop),
         }
     }
@@ -270,10 +277,12 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             up_to_date_sent = true;
             _following = Some(Following::start(state.metrics()));
         }
-        // 3. Wait for an append, a token, a timer.
-        let keepalive_at = Instant::now() + keepalive;
+        // 3. Wait for an append, a token, a timer. The keepalive is due a whole interval
+        // after the last frame sent, not after this wait began: the fallback read ends the
+        // wait every 2 s, and a deadline counted from here would never come due.
         let fallback_at = Instant::now() + FALLBACK_READ;
         loop {
+            let keepalive_at = out.last_sent + keepalive;
             tokio::select! {
                 changed = follow.rx.changed() => {
                     if changed.is_err() {
@@ -315,6 +324,9 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                 () = shutdown.cancelled() => {
                     return reconnect(out, state, run_id, pos).await;
                 }
+                // The connection closed (hyper drops the body when it reads the client's
+                // end): the slot under api.max_streams is free now, not at the next write.
+                () = out.tx.closed() => return Err(Stop),
                 event = approvals.recv() => match event {
                     Ok(event) if event.is_for(&plan.ns, run_id) => {
                         out.frame(control_frame(&approval_control(event), run_id, pos)).await?;

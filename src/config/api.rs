@@ -43,6 +43,10 @@ pub struct ApiConfig {
     /// Open streams at most (their own cap: streams do not count against
     /// `server.max_connections`). Past it a stream request answers 503.
     pub max_streams: usize,
+    /// Open streams one namespace may hold at most, so one namespace's readers cannot
+    /// take every place under `max_streams` from the others. 0: automatic (all of
+    /// `max_streams` when only the default namespace is configured, half of it with more).
+    pub max_streams_per_namespace: usize,
     /// How long a stream may wait for a slow reader to take its next events before it is
     /// dropped (the reader then resumes from the store with `after`).
     pub slow_reader_ms: u64,
@@ -68,6 +72,7 @@ impl Default for ApiConfig {
             stream_token_ttl_ms: 5 * 60 * 1000,
             cors_origins: Vec::new(),
             max_streams: 1024,
+            max_streams_per_namespace: 0,
             slow_reader_ms: 30_000,
             max_body_bytes: 1024 * 1024,
             send_settle_ms: 5_000,
