@@ -149,3 +149,88 @@ async fn one_namespace_cannot_hold_every_stream_place() {
     assert_eq!(b_open.len(), 3, "b gets its own share");
     assert_eq!(refused.status, 429);
 }
+
+/// A client that asks for a stream and never reads it, with a tiny receive buffer.
+async fn stalled_stream(app: &TestApp, run_id: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut s = socket.connect(app.addr).await.unwrap();
+    let request = format!(
+        "GET /v1/runs/{run_id}/stream HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {}\r\n\r\n",
+        app.addr, app.api_token
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    s
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1.0)
+}
+
+/// Readers that take nothing of a big run are dropped once their stream has waited
+/// `slow_reader_ms` for room (the queue is bounded in bytes, so they reach it), and their
+/// connections are cut so that nothing stays buffered for them; a reader resumes with
+/// `after`. Broken by a queue bounded in frames (64 frames of 100 KB each never fill a
+/// window that a client's tiny buffer stops), the streams stay open and this fails.
+#[tokio::test]
+async fn readers_that_never_read_a_big_run_are_dropped_and_cut() {
+    let app = TestApp::spawn_with(|c| {
+        c.api.slow_reader_ms = 300;
+        c.api.stream_buffer_bytes = 64 * 1024;
+    })
+    .await;
+    setup(&app, "r1", "running").await;
+    let big = "x".repeat(100_000);
+    for _ in 0..80 {
+        append(
+            &app,
+            "r1",
+            serde_json::json!({"type": "thinking", "text": big}),
+        )
+        .await;
+    }
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        stalled.push(stalled_stream(&app, "r1").await);
+    }
+    let open_streams = || async {
+        let text = app.api("GET", "/metrics", None, "").await.text();
+        metric(&text, "callbackd_streams_open")
+    };
+    let since = Instant::now();
+    while open_streams().await != 3.0 {
+        assert!(since.elapsed() < T, "the three streams did not open");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while open_streams().await != 0.0 {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "readers that never read are still open"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Their connections were cut: each read ends (EOF or reset) instead of waiting.
+    for mut s in stalled {
+        use tokio::io::AsyncReadExt;
+        let mut sink = Vec::new();
+        let ended = tokio::time::timeout(T, s.read_to_end(&mut sink)).await;
+        eprintln!("read {} bytes: {ended:?}", sink.len());
+        assert!(ended.is_ok(), "a dropped reader's connection is still open");
+    }
+    // A reader that reads gets everything, and resumes after any position.
+    let mut s = app.stream("r1", Some(70)).await;
+    let mut ids = Vec::new();
+    loop {
+        match s.next(T).await.expect("the stream goes on") {
+            Frame::Event { id: Some(id), .. } => ids.push(id),
+            f if f.kind() == "up_to_date" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(ids, (71..=80).collect::<Vec<_>>());
+}

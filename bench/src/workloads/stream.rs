@@ -57,7 +57,7 @@ fn run_doc(agent: &str, run: &str) -> String {
     )
 }
 
-async fn call(conn: &mut Conn, body: String) -> anyhow::Result<()> {
+pub(crate) async fn call(conn: &mut Conn, body: String) -> anyhow::Result<()> {
     let (status, answer) = conn.call(Bytes::from(body)).await?;
     if status != 200 {
         bail!(
@@ -69,7 +69,11 @@ async fn call(conn: &mut Conn, body: String) -> anyhow::Result<()> {
 }
 
 /// Creates `runs` live runs of one agent.
-async fn setup(target: &Target, tag: &str, runs: usize) -> anyhow::Result<(String, Vec<String>)> {
+pub(crate) async fn setup(
+    target: &Target,
+    tag: &str,
+    runs: usize,
+) -> anyhow::Result<(String, Vec<String>)> {
     let mut conn = Conn::connect(target.ep.clone()).await?;
     let agent = format!("agent-{tag}");
     let _ = conn.call(Bytes::from(agent_doc(&agent))).await?;
@@ -81,14 +85,14 @@ async fn setup(target: &Target, tag: &str, runs: usize) -> anyhow::Result<(Strin
 }
 
 /// An open SSE stream of one run.
-struct Follower {
+pub(crate) struct Follower {
     body: hyper::body::Incoming,
     buf: Vec<u8>,
     _sender: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
 }
 
 impl Follower {
-    async fn open(target: &Target, token: &str, run: &str) -> anyhow::Result<Follower> {
+    pub(crate) async fn open(target: &Target, token: &str, run: &str) -> anyhow::Result<Follower> {
         let stream = TcpStream::connect(target.ep.addr).await?;
         stream.set_nodelay(true)?;
         let (mut sender, conn) =
@@ -110,7 +114,9 @@ impl Follower {
     }
 
     /// The next `data:` JSON and its `id`, or `None` at the end.
-    async fn next(&mut self) -> anyhow::Result<Option<(Option<u64>, serde_json::Value)>> {
+    pub(crate) async fn next(
+        &mut self,
+    ) -> anyhow::Result<Option<(Option<u64>, serde_json::Value)>> {
         loop {
             if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
                 let block: Vec<u8> = self.buf.drain(..end + 2).collect();
