@@ -35,11 +35,7 @@ pub struct BurstFigures {
 
 impl BurstFigures {
     pub fn quantile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let i = ((p * self.latencies.len() as f64).ceil() as usize).clamp(1, self.latencies.len());
-        Duration::from_nanos(self.latencies[i - 1])
+        super::stream::quantile(&self.latencies, p)
     }
 }
 

@@ -37,12 +37,17 @@ pub struct StreamFigures {
 
 impl StreamFigures {
     pub fn quantile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let i = ((p * self.latencies.len() as f64).ceil() as usize).clamp(1, self.latencies.len());
-        Duration::from_nanos(self.latencies[i - 1])
+        quantile(&self.latencies, p)
     }
+}
+
+/// The `p` quantile of `sorted` latencies (ns); zero when there are none.
+pub(crate) fn quantile(sorted: &[u64], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Duration::from_nanos(sorted[i - 1])
 }
 
 fn agent_doc(agent: &str) -> String {
