@@ -59,11 +59,17 @@ pub async fn serve(
 ) {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let reserve = Arc::new(Semaphore::new(reserve_size(limits.max_connections)));
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
+    // A reserve connection must send its request head at once: a client holding a
+    // half-sent request there is cut after RESERVE_HEADER_TIMEOUT, so the bridge (whose
+    // heads go out whole) always gets in, even when such clients fill every other place.
+    let mut reserve_builder = builder.clone();
+    reserve_builder.header_read_timeout(RESERVE_HEADER_TIMEOUT.min(limits.header_read_timeout));
     tokio::pin!(shutdown);
     let threads = match ConnThreads::start(conn_thread_count(limits.threads)).await {
         Ok(threads) => Some(threads),
@@ -73,8 +79,10 @@ pub async fn serve(
         }
     };
     loop {
-        let permit = tokio::select! {
-            permit = slots.clone().acquire_owned() => permit.expect("semaphore is never closed"),
+        let (permit, reserved) = tokio::select! {
+            biased;
+            permit = slots.clone().acquire_owned() => (permit.expect("semaphore is never closed"), false),
+            permit = reserve.clone().acquire_owned() => (permit.expect("semaphore is never closed"), true),
             () = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
@@ -101,7 +109,12 @@ pub async fn serve(
                 req
             },
         ));
-        let (watcher, builder) = (graceful.watcher(), builder.clone());
+        let builder = if reserved {
+            reserve_builder.clone()
+        } else {
+            builder.clone()
+        };
+        let watcher = graceful.watcher();
         let serve_one = move |stream: TcpStream| async move {
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             if let Err(e) = watcher.watch(conn).await {
@@ -125,6 +138,15 @@ pub async fn serve(
         );
     }
     drop(threads);
+}
+
+/// How long a connection in the reserve has to send its request head.
+const RESERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Connections past `server.max_connections` served with [`RESERVE_HEADER_TIMEOUT`]: an
+/// eighth of the cap, at least 4.
+fn reserve_size(max_connections: usize) -> usize {
+    (max_connections / 8).max(4)
 }
 
 /// `configured`, or one connection thread per CPU.

@@ -124,6 +124,19 @@ struct Opts {
     /// stream: events appended to each live run.
     #[arg(long)]
     stream_events: Option<usize>,
+    /// burst: followers of the run, and events appended back to back (default 100, 2000;
+    /// --quick 10, 100).
+    #[arg(long)]
+    burst_followers: Option<usize>,
+    #[arg(long)]
+    burst_events: Option<usize>,
+    /// burst: the size range of each event's payload, in bytes.
+    #[arg(long, value_parser = parse_range, default_value = "200-2000")]
+    burst_event_bytes: (usize, usize),
+    /// burst: a second callbackd binary (an older build) whose daemons alternate with
+    /// --bin's, round by round, in the same run.
+    #[arg(long)]
+    burst_old_bin: Option<PathBuf>,
     /// namespaces: `[[namespaces]]` in the config of the second daemon.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     namespaces: u64,
@@ -167,6 +180,9 @@ enum Workload {
     AgentsList,
     /// Run API followers (SSE) of live runs; not in the default set.
     Stream,
+    /// 100 followers of one run during a back-to-back burst of 2,000 appends, a fresh
+    /// daemon per round, alternated with --burst-old-bin (issue 39); not in the default set.
+    Burst,
     /// append with N `[[namespaces]]` configured against one namespace, two daemons of its
     /// own (issue 12); not in the default set.
     Namespaces,
@@ -427,6 +443,56 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                 let idle = if opts.quick { 20 } else { 1000 };
                 let per = workloads::stream::idle_rss(&server, &api, &tag, idle).await?;
                 report.stream_idle(idle, per, pid);
+            }
+            Workload::Burst => {
+                anyhow::ensure!(
+                    opts.url.is_none() && opts.pg_url.is_none(),
+                    "the burst workload starts SQLite daemons of its own (not with --url or --pg-url)"
+                );
+                let followers = opts
+                    .burst_followers
+                    .unwrap_or(if opts.quick { 10 } else { 100 });
+                let events = opts
+                    .burst_events
+                    .unwrap_or(if opts.quick { 100 } else { 2000 });
+                let mut bins = Vec::new();
+                if let Some(old) = &opts.burst_old_bin {
+                    bins.push(old.as_path());
+                }
+                bins.push(opts.bin.as_path());
+                let mut rows = Vec::new();
+                for rep in 0..reps {
+                    for (b, bin) in bins.iter().enumerate() {
+                        let tag = format!("{tag}b{rep}{b}");
+                        let setup = workloads::namespaces::Setup {
+                            bin,
+                            db_dir: opts.db_dir.as_deref(),
+                            sync: match opts.sync {
+                                SyncMode::Normal => "normal",
+                                SyncMode::Full => "full",
+                            },
+                            pg_url: None,
+                            tag: &tag,
+                            namespaces: 0,
+                            quotas: false,
+                        };
+                        let f = workloads::burst::run(
+                            &setup,
+                            followers,
+                            events,
+                            opts.burst_event_bytes,
+                        )
+                        .await?;
+                        anyhow::ensure!(
+                            f.wrong == 0,
+                            "burst: {} of {followers} followers of {} did not get every seq exactly once",
+                            f.wrong,
+                            bin.display()
+                        );
+                        rows.push(f);
+                    }
+                }
+                workloads::burst::print(&rows);
             }
             Workload::Telemetry => {
                 anyhow::ensure!(

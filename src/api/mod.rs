@@ -37,6 +37,7 @@ mod sending;
 mod session_admin;
 mod sessions;
 mod stream;
+mod stream_slots;
 mod stream_token;
 pub mod tool_account;
 mod tool_calls;
@@ -56,7 +57,6 @@ use http::{header, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::json;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{BridgeSlot, Bridges};
@@ -98,7 +98,7 @@ struct Inner {
     metrics: crate::metrics::Metrics,
     approvals: crate::approvals::Approvals,
     quotas: crate::namespaces::quota::QuotaGate,
-    streams: Arc<Semaphore>,
+    streams: stream_slots::StreamSlots,
     live: LiveTokens,
     sending: sending::Sending,
     hub: OnceLock<FollowHub>,
@@ -127,7 +127,8 @@ impl ApiState {
             approvals,
             quotas,
         } = parts;
-        let streams = Arc::new(Semaphore::new(config.max_streams));
+        let streams =
+            stream_slots::StreamSlots::new(config.max_streams, config.max_streams_per_namespace);
         ApiState {
             inner: Arc::new(Inner {
                 store,
@@ -272,18 +273,27 @@ impl ApiState {
 
     /// Open streams now.
     pub fn open_streams(&self) -> usize {
-        self.inner.config.max_streams - self.inner.streams.available_permits()
+        self.inner.streams.open()
     }
 
-    fn stream_permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Problem> {
-        self.inner.streams.clone().try_acquire_owned().map_err(|_| {
-            Problem::new(
-                ProblemCode::ResourceExhausted,
-                format!(
-                    "{} streams are open, the most api.max_streams allows; close one or retry later",
-                    self.inner.config.max_streams
+    /// A place for a stream of `ns` under `api.max_streams` and the namespace's share.
+    fn stream_slot(
+        &self,
+        ns: &crate::store::Namespace,
+    ) -> Result<stream_slots::StreamSlot, Problem> {
+        let namespaces = self.inner.namespaces.table().names().len();
+        self.inner.streams.take(ns, namespaces).map_err(|full| {
+            let detail = match full {
+                stream_slots::Full::Total(max) => format!(
+                    "{max} streams are open, the most api.max_streams allows; close one or retry later"
                 ),
-            )
+                stream_slots::Full::Namespace(share) => format!(
+                    "namespace {} has {share} streams open, its share of api.max_streams \
+                     (api.max_streams_per_namespace); close one or retry later",
+                    ns.as_str()
+                ),
+            };
+            Problem::new(ProblemCode::ResourceExhausted, detail)
         })
     }
 

@@ -348,7 +348,7 @@ pub async fn open(
         // later, or never, if it was killed in between).
         return Ok(stream::no_content());
     }
-    let permit = state.stream_permit()?;
+    let permit = state.stream_slot(&ns)?;
     Ok(stream::respond(
         state.clone(),
         StreamPlan {

@@ -3,12 +3,12 @@
 //! read again. A missed notification costs one re-read, never an event; only a failed read
 //! is a `stream_gap`.
 //!
-//! Each stream is a task that writes SSE frames into a small bounded queue ([`super::pipe`]) the response
+//! Each stream is a task that writes SSE frames into a queue bounded in bytes
+//! ([`super::pipe`], `api.stream_buffer_bytes`) the response
 //! body reads from: a slow reader never holds up appends or other readers (they all read
 //! the store themselves), and one that stops taking frames for `api.slow_reader_ms` is
 //! dropped, to resume from the store with `after`.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -16,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{header, HeaderValue, StatusCode};
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::events::{event_json, Control};
@@ -30,8 +29,6 @@ use crate::store::Namespace;
 
 /// Events read per store call.
 const PAGE: usize = 256;
-/// Frames buffered per stream before the reader counts as slow.
-const FRAMES: usize = 64;
 /// The fallback re-read when no notification came.
 const FALLBACK_READ: Duration = Duration::from_secs(2);
 /// A woken follower that wrote less than this long ago waits until it has passed before it
@@ -53,9 +50,10 @@ pub struct StreamPlan {
     pub after: u64,
     /// `POST .../messages`: the text fragments the bridge streams, counted.
     pub tokens: Option<Relay>,
-    /// The stream's place under `api.max_streams`, held until the stream's task ends.
+    /// The stream's place under `api.max_streams` (and its namespace's share), held until
+    /// the stream's task ends (held, never read).
     #[allow(dead_code)]
-    pub permit: OwnedSemaphorePermit,
+    pub permit: super::stream_slots::StreamSlot,
     /// The connection's place under `server.max_connections`, given back for the stream.
     pub conn: Option<crate::server::ConnSlot>,
 }
@@ -66,13 +64,14 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
         slot.release();
     }
     plan.run_doc = slim(&plan.run_doc);
-    let (tx, rx) = pipe::pipe(FRAMES);
+    let (tx, rx) = pipe::pipe(state.config().stream_buffer_bytes);
     tokio::spawn(async move {
         let _open = state.metrics().stream_guard();
         let mut out = Out {
             tx,
             slow: Duration::from_millis(state.config().slow_reader_ms),
             retry: Some(state.config().retry_ms),
+            last_sent: Instant::now(),
         };
         let run_id = plan.run_id.clone();
         let caller = plan.caller.clone();
@@ -85,8 +84,15 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
             }
         }
     });
-    let body = futures_util::stream::unfold(rx, |rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    // A reader dropped as too slow gets an error, not a clean end: hyper then closes the
+    // connection at once, and what it and the kernel still buffer for the client goes too.
+    let body = futures_util::stream::unfold(Some(rx), |rx| async move {
+        let rx = rx?;
+        match rx.recv().await {
+            Some(b) => Some((Ok(b), Some(rx))),
+            None if rx.aborted() => Some((Err(SlowReader), None)),
+            None => None,
+        }
     });
     let mut response = Body::from_stream(body).into_response();
     let h = response.headers_mut();
@@ -142,6 +148,11 @@ impl Drop for Following {
 /// The reader went away or was too slow: stop.
 struct Stop;
 
+/// The body's error when the stream dropped its reader as too slow.
+#[derive(Debug, thiserror::Error)]
+#[error("the reader took nothing for api.slow_reader_ms; resume with after")]
+struct SlowReader;
+
 struct Out {
     tx: Writer,
     slow: Duration,
@@ -149,24 +160,29 @@ struct Out {
     /// field (in its first block), so a browser's `EventSource` waits that long before it
     /// reconnects, not its own default.
     retry: Option<u64>,
+    /// When the last frame was queued: the next keepalive is due `api.keepalive_ms` after
+    /// it, however often the wait loop is re-entered meanwhile.
+    last_sent: Instant,
 }
 
 impl Out {
     async fn frame(&mut self, frame: String) -> Result<(), Stop> {
-        self.bytes(Bytes::from(frame)).await
+        self.send(vec![Bytes::from(frame)]).await
     }
 
-    async fn bytes(&mut self, frame: Bytes) -> Result<(), Stop> {
-        let frame = match self.retry.take() {
-            Some(ms) if !frame.starts_with(b"retry:") => {
-                let mut first = bytes::BytesMut::from(format!("retry: {ms}\n").as_bytes());
-                first.extend_from_slice(&frame);
-                first.freeze()
+    /// Queues `frames` for the reader (the feed's shared bytes: nothing is copied).
+    async fn send(&mut self, mut frames: Vec<Bytes>) -> Result<(), Stop> {
+        if let Some(ms) = self.retry.take() {
+            if !frames.first().is_some_and(|f| f.starts_with(b"retry:")) {
+                // The field's line joins the first frame's block, as one write would.
+                frames.insert(0, Bytes::from(format!("retry: {ms}\n")));
             }
-            _ => frame,
-        };
-        match self.tx.send_timeout(frame, self.slow).await {
-            Ok(()) => Ok(()),
+        }
+        match self.tx.send_all(frames, self.slow).await {
+            Ok(()) => {
+                self.last_sent = Instant::now();
+                Ok(())
+            }
             Err(_) => Err(Stop),
         }
     }
@@ -222,19 +238,19 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             if frames.is_empty() {
                 break;
             }
-            // Everything available now goes out as one write: a follower woken once for many
-            // appends (the wake-ups coalesce under load) costs one syscall, not one each.
-            let mut batch =
-                bytes::BytesMut::with_capacity(frames.iter().map(|f| f.bytes.len()).sum());
+            // Everything available now goes to the reader at once (one wake-up of the
+            // connection, written together): the feed's frames as they are, shared by every
+            // follower of the run rather than copied into a buffer per stream.
+            let mut batch = Vec::with_capacity(frames.len());
             let mut ended = false;
             for frame in frames {
                 if let Some(relay) = relay.as_mut() {
                     // The tokens a snapshot replaces go before it, whoever sealed it.
                     for f in relay.before_frame(frame.seq) {
-                        batch.extend_from_slice(token_frame(&f, run_id, pos).as_bytes());
+                        batch.push(Bytes::from(token_frame(&f, run_id, pos)));
                     }
                 }
-                batch.extend_from_slice(&frame.bytes);
+                batch.push(frame.bytes);
                 pos = frame.seq;
                 if frame.terminal {
                     ended = true;
@@ -243,10 +259,10 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             }
             if let (Some(relay), false) = (relay.as_mut(), ended) {
                 for f in relay.sendable() {
-                    batch.extend_from_slice(token_frame(&f, run_id, pos).as_bytes());
+                    batch.push(Bytes::from(token_frame(&f, run_id, pos)));
                 }
             }
-            out.bytes(batch.freeze()).await?;
+            out.send(batch).await?;
             last_write = Some(Instant::now());
             if ended {
                 return Ok(());
@@ -270,10 +286,12 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
             up_to_date_sent = true;
             _following = Some(Following::start(state.metrics()));
         }
-        // 3. Wait for an append, a token, a timer.
-        let keepalive_at = Instant::now() + keepalive;
+        // 3. Wait for an append, a token, a timer. The keepalive is due a whole interval
+        // after the last frame sent, not after this wait began: the fallback read ends the
+        // wait every 2 s, and a deadline counted from here would never come due.
         let fallback_at = Instant::now() + FALLBACK_READ;
         loop {
+            let keepalive_at = out.last_sent + keepalive;
             tokio::select! {
                 changed = follow.rx.changed() => {
                     if changed.is_err() {
@@ -315,6 +333,9 @@ async fn run(state: &ApiState, mut plan: StreamPlan, out: &mut Out) -> Result<()
                 () = shutdown.cancelled() => {
                     return reconnect(out, state, run_id, pos).await;
                 }
+                // The connection closed (hyper drops the body when it reads the client's
+                // end): the slot under api.max_streams is free now, not at the next write.
+                () = out.tx.closed() => return Err(Stop),
                 event = approvals.recv() => match event {
                     Ok(event) if event.is_for(&plan.ns, run_id) => {
                         out.frame(control_frame(&approval_control(event), run_id, pos)).await?;

@@ -6,9 +6,11 @@
 //! puts that namespace into the request's extensions for the handler.
 
 mod layer;
+mod refusals;
 mod service;
 
 pub use layer::BearerAuthLayer;
+pub use refusals::{refused, refused_total};
 pub use service::BearerAuth;
 
 use std::collections::HashMap;

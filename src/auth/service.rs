@@ -59,12 +59,7 @@ where
                 Either::Left(self.inner.call(req))
             }
             None => {
-                // The header itself is never logged: it may be a real token for another service.
-                if header.is_none() {
-                    tracing::debug!(service = self.service, "request without bearer token");
-                } else {
-                    tracing::warn!(service = self.service, "request with a wrong bearer token");
-                }
+                super::refused(self.service, header.is_some());
                 let err =
                     ConnectError::new(Code::Unauthenticated, "missing or invalid bearer token");
                 let body = req.into_body();

@@ -481,6 +481,7 @@ impl Sink for Printer {
     }
 
     fn note(&mut self, text: &str) {
+        let text = render::one_line(text);
         crate::telemetry::stderr_line(format_args!("callbackd follow: {text}"));
     }
 }

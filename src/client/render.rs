@@ -423,6 +423,10 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
         Some(n) if !control => format!("#{n}"),
         _ => String::new(),
     };
+    // Run data (tool names, task titles, reasons, ids) goes to a terminal: no control
+    // character of it reaches the terminal raw, whatever field it came in (an escape
+    // sequence in a tool's name could rewrite the screen or the window title).
+    let (time, text) = (one_line(time), one_line(&text));
     Some(format!(
         "{} {} {} {}",
         style.paint(DIM, &format!("{seq:>5}")),
@@ -438,6 +442,22 @@ mod tests {
     use serde_json::json;
 
     const PLAIN: Style = Style { colour: false };
+
+    /// Broken by printing `text` as it is, the escape reaches the line raw.
+    #[test]
+    fn no_control_character_of_run_data_reaches_the_terminal() {
+        let esc = "\u{1b}]0;owned\u{7}\u{1b}[2J";
+        for ev in [
+            json!({"type": "tool_started", "seq": 3, "tool": esc, "tool_call_id": esc}),
+            json!({"type": "task", "seq": 4, "title": esc, "status": esc}),
+            json!({"type": "approval_resolved", "decision": "deny", "by": esc, "reason": esc}),
+            json!({"type": "tool_outcome_unknown", "tool": esc, "reason": esc}),
+            json!({"type": esc, "at": format!("2026-01-01T{esc}")}),
+        ] {
+            let line = line(&ev, PLAIN).unwrap();
+            assert!(!line.chars().any(char::is_control), "{line:?}");
+        }
+    }
 
     #[test]
     fn every_kind_of_event_reads_as_one_line() {

@@ -43,9 +43,18 @@ pub struct ApiConfig {
     /// Open streams at most (their own cap: streams do not count against
     /// `server.max_connections`). Past it a stream request answers 503.
     pub max_streams: usize,
+    /// Open streams one namespace may hold at most, so one namespace's readers cannot
+    /// take every place under `max_streams` from the others. 0: automatic (all of
+    /// `max_streams` when only the default namespace is configured, half of it with more).
+    pub max_streams_per_namespace: usize,
     /// How long a stream may wait for a slow reader to take its next events before it is
     /// dropped (the reader then resumes from the store with `after`).
     pub slow_reader_ms: u64,
+    /// Bytes of events one stream holds up for a reader that has not taken them yet (a
+    /// bigger single event still goes, alone); past it the stream waits for the reader, up
+    /// to `slow_reader_ms`. With what hyper buffers below it (about 400 KiB at most), this
+    /// bounds the daemon's memory per stream whatever the run's size.
+    pub stream_buffer_bytes: usize,
     /// Largest JSON body of an API request.
     pub max_body_bytes: usize,
     /// How long `POST .../messages` retries a `Send` that the bridge refuses because the
@@ -68,7 +77,9 @@ impl Default for ApiConfig {
             stream_token_ttl_ms: 5 * 60 * 1000,
             cors_origins: Vec::new(),
             max_streams: 1024,
+            max_streams_per_namespace: 0,
             slow_reader_ms: 30_000,
+            stream_buffer_bytes: 256 * 1024,
             max_body_bytes: 1024 * 1024,
             send_settle_ms: 5_000,
             label: "api".into(),
@@ -136,6 +147,11 @@ impl ApiConfig {
                      port only (no path, no trailing slash, no wildcard)"
                 )));
             }
+        }
+        if self.stream_buffer_bytes < 4096 {
+            return Err(ConfigError::Invalid(
+                "api.stream_buffer_bytes must be at least 4096".into(),
+            ));
         }
         if self.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(

@@ -20,10 +20,7 @@ pub async fn scrape(State(metrics): State<Metrics>, headers: HeaderMap) -> Respo
             _ => None,
         };
         if tokens.authorize(presented).is_none() {
-            tracing::warn!(
-                service = "metrics",
-                "metrics request without the metrics token"
-            );
+            crate::auth::refused("metrics", presented.is_some());
             return ConnectError::new(
                 Code::Unauthenticated,
                 "missing or invalid bearer token: /metrics needs the metrics token \

@@ -117,6 +117,10 @@ struct Inner {
     /// stays exact.
     appended: Mutex<Option<broadcast::Receiver<StoreNotice>>>,
     streams_open: Gauge,
+    /// Refusals counted by `auth` (below this module), and how many of them are in
+    /// `auth_refused` already.
+    auth_refused: Counter,
+    auth_seen: std::sync::atomic::AtomicU64,
     followers: Gauge,
     retention_removed: Counter,
     spans_exported: Counter,
@@ -190,6 +194,12 @@ impl Metrics {
             "Run events committed by runEvents.append (idempotent repeats excluded)",
             events_appended.clone(),
         );
+        let auth_refused = Counter::default();
+        registry.register(
+            "auth_refused",
+            "Requests refused for a missing or wrong bearer token (store, tools, metrics)",
+            auth_refused.clone(),
+        );
         let streams_open = Gauge::default();
         registry.register(
             "streams_open",
@@ -249,6 +259,8 @@ impl Metrics {
                 events_appended,
                 appended: Mutex::new(appended),
                 streams_open,
+                auth_refused,
+                auth_seen: Default::default(),
                 followers,
                 retention_removed,
                 spans_exported,
@@ -401,6 +413,12 @@ impl Metrics {
     /// Everything, in the Prometheus text format (version 0.0.4).
     pub fn encode(&self) -> String {
         self.drain_appended();
+        let total = crate::auth::refused_total();
+        let seen = self
+            .inner
+            .auth_seen
+            .swap(total, std::sync::atomic::Ordering::Relaxed);
+        self.inner.auth_refused.inc_by(total.saturating_sub(seen));
         let mut out = String::with_capacity(8 * 1024);
         prometheus_client::encoding::prometheus_text::encode(&mut out, &self.inner.registry)
             .expect("writing to a String cannot fail");

@@ -8,7 +8,10 @@
 //!   creates one at a time, so concurrent creates cannot overshoot (on one daemon).
 //! - `max_stored_bytes`: a per-namespace total read from the store (`usage`, a scan of the
 //!   namespace's rows) in the background every [`REFRESH`] ([`QuotaGate::refresh_forever`]),
-//!   plus each accepted write's size in between. Only a namespace's very first write waits
+//!   plus each accepted write's size in between. A write's size is reserved in the total
+//!   when it is admitted (checked and added under one lock) and given back if the write
+//!   fails, so concurrent writes (a fork copies megabytes between its check and its end)
+//!   cannot all pass one check against the same total. Only a namespace's very first write waits
 //!   for a scan (one scan, however many writes arrive meanwhile): the scan is never on the
 //!   request path after that.
 //! - `max_appends_per_second`: a token bucket per namespace, a second's worth deep.
@@ -49,6 +52,9 @@ struct NsState {
     bucket: Option<Bucket>,
     /// The stored-bytes total: the last one read from the store, plus the writes since.
     bytes: Option<u64>,
+    /// Bytes of writes admitted and not yet done (or failed): counted as stored, and kept
+    /// apart from `bytes` so that a new read of the total neither loses nor doubles them.
+    pending: u64,
     /// Whether a write was accepted since the total was last read (an idle namespace is
     /// not scanned again).
     written: bool,
@@ -90,11 +96,36 @@ impl Bucket {
 }
 
 /// What an admitted call holds until it is done: the namespace's create lock, and the
-/// bytes to add to its total once the write succeeds.
+/// bytes it reserved in the namespace's total (given back when dropped without
+/// [`QuotaGate::done`]: the write failed).
 #[must_use]
 pub struct Admitted {
     _create: Option<tokio::sync::OwnedMutexGuard<()>>,
-    bytes: Option<(Namespace, u64)>,
+    bytes: Option<Reserved>,
+}
+
+/// Bytes reserved in a namespace's stored-bytes total.
+struct Reserved {
+    gate: QuotaGate,
+    ns: Namespace,
+    n: u64,
+    /// The write succeeded: its bytes move from pending to the total.
+    written: bool,
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let (n, written) = (self.n, self.written);
+        self.gate.state(&self.ns, |s| {
+            s.pending = s.pending.saturating_sub(n);
+            if written {
+                if let Some(total) = s.bytes.as_mut() {
+                    *total = total.saturating_add(n);
+                }
+                s.written = true;
+            }
+        });
+    }
 }
 
 impl QuotaGate {
@@ -145,19 +176,34 @@ impl QuotaGate {
                 | StoreCall::CheckpointsUpdate { .. }
         );
         if let (true, Some(max)) = (writes, q.max_stored_bytes) {
-            let used = self.stored_bytes(ns).await?;
-            if used.saturating_add(size as u64) > max {
+            self.stored_bytes(ns).await?;
+            let size = size as u64;
+            // Checked and reserved at once: a concurrent write sees this one's bytes.
+            let refused = self.state(ns, |s| {
+                let used = s.bytes.unwrap_or(0).saturating_add(s.pending);
+                if used.saturating_add(size) > max {
+                    return Some(used);
+                }
+                s.pending += size;
+                None
+            });
+            if let Some(used) = refused {
                 return Err(self.refuse(
                     ns,
                     "max_stored_bytes",
                     format!(
                         "namespace {} is at its max_stored_bytes quota ({max} bytes; {used} \
-                         stored); nothing was written",
+                         stored or being written); nothing was written",
                         ns.as_str()
                     ),
                 ));
             }
-            admitted.bytes = Some((ns.clone(), size as u64));
+            admitted.bytes = Some(Reserved {
+                gate: self.clone(),
+                ns: ns.clone(),
+                n: size,
+                written: false,
+            });
         }
         if let (StoreCall::AgentsCreate(_), Some(max)) = (&*call, q.max_agents) {
             let lock = self.state(ns, |s| s.creates.clone());
@@ -179,15 +225,10 @@ impl QuotaGate {
         Ok(admitted)
     }
 
-    /// A call admitted by [`admit`](Self::admit) succeeded: count what it wrote.
-    pub fn done(&self, admitted: Admitted) {
-        if let Some((ns, n)) = admitted.bytes {
-            self.state(&ns, |s| {
-                if let Some(total) = s.bytes.as_mut() {
-                    *total = total.saturating_add(n);
-                }
-                s.written = true;
-            });
+    /// A call admitted by [`admit`](Self::admit) succeeded: what it reserved stays counted.
+    pub fn done(&self, mut admitted: Admitted) {
+        if let Some(reserved) = admitted.bytes.as_mut() {
+            reserved.written = true;
         }
     }
 

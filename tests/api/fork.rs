@@ -47,6 +47,11 @@ fn reference(b: &Blob) -> Value {
 
 /// Session `a1` with three finished turns `r1`..`r3`; returns their blobs.
 async fn three_turns(app: &TestApp) -> Vec<Turn> {
+    three_turns_padded(app, 0).await
+}
+
+/// [`three_turns`] whose user messages carry `pad` more bytes each.
+async fn three_turns_padded(app: &TestApp, pad: usize) -> Vec<Turn> {
     app.store_ok(
         "agents",
         "create",
@@ -55,7 +60,9 @@ async fn three_turns(app: &TestApp) -> Vec<Turn> {
     .await;
     let mut turns: Vec<Turn> = Vec::new();
     for k in 1..=3 {
-        let user = blob(format!("\n\x0bprompt of turn {k}").into_bytes());
+        let mut user = format!("\n\x0bprompt of turn {k}").into_bytes();
+        user.resize(user.len() + pad, b'x');
+        let user = blob(user);
         let mut t = b"\x0a\x20".to_vec();
         t.extend_from_slice(&user.raw);
         t.extend_from_slice(format!("answer {k}").as_bytes());
@@ -598,6 +605,44 @@ async fn forks_count_against_the_namespace_quota_and_stay_in_their_namespace() {
         app.count("SELECT count(*) FROM agents WHERE ns = 'default'")
             .await,
         1
+    );
+}
+
+/// Concurrent forks reserve their bytes when admitted: 8 at once against a quota with
+/// room for two leave two forks, never more (issue 41: 5 of 8 passed one check against the
+/// same total). Broken by reserving only once a fork is done, all 8 are created.
+#[tokio::test]
+async fn eight_concurrent_forks_never_take_a_namespace_past_max_stored_bytes() {
+    let t = crate::helpers::q_token;
+    let mut q = crate::helpers::namespace_q(100);
+    // No agent quota: its lock would make the forks one at a time.
+    q.quotas.max_agents = None;
+    // The source holds ~300 KB (three 100 KB prompts), and so does each fork of its last turn.
+    q.quotas.max_stored_bytes = Some(1_100_000);
+    let mut app = TestApp::spawn_with(move |c| c.namespaces = vec![q]).await;
+    app.store_token = t("store");
+    app.api_token = t("api");
+    three_turns_padded(&app, 100_000).await;
+    let body = json!({"run_id": "r3", "at": "after"});
+    let answers =
+        futures_util::future::join_all((0..8).map(|_| fork(&app, "a1", body.clone()))).await;
+    let created = answers.iter().filter(|r| r.status == 201).count();
+    for r in answers.iter().filter(|r| r.status != 201) {
+        assert_eq!(r.status, 429, "{}", r.text());
+        assert!(r.text().contains("max_stored_bytes"), "{}", r.text());
+    }
+    assert_eq!(created, 2, "room for two forks");
+    assert_eq!(
+        app.count("SELECT count(*) FROM agents WHERE ns = 'q'")
+            .await,
+        3
+    );
+    // Nothing half-copied is left of the refused ones: the source's 9 blobs, and each
+    // fork's 7 (the three prompts and turns, and the last turn's root).
+    assert_eq!(
+        app.count("SELECT count(*) FROM checkpoints WHERE ns = 'q'")
+            .await,
+        9 + 2 * 7
     );
 }
 

@@ -30,6 +30,7 @@ mod store_concurrency;
 mod store_fidelity;
 mod store_run_events;
 mod store_runs;
+mod stream_limits;
 mod telemetry;
 mod tools;
 mod transfer;

@@ -3,6 +3,7 @@
 
 pub mod agents_list;
 pub mod append;
+pub mod burst;
 pub mod floor;
 pub mod growth;
 pub mod growth_fill;

@@ -37,12 +37,17 @@ pub struct StreamFigures {
 
 impl StreamFigures {
     pub fn quantile(&self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        let i = ((p * self.latencies.len() as f64).ceil() as usize).clamp(1, self.latencies.len());
-        Duration::from_nanos(self.latencies[i - 1])
+        quantile(&self.latencies, p)
     }
+}
+
+/// The `p` quantile of `sorted` latencies (ns); zero when there are none.
+pub(crate) fn quantile(sorted: &[u64], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Duration::from_nanos(sorted[i - 1])
 }
 
 fn agent_doc(agent: &str) -> String {
@@ -57,7 +62,7 @@ fn run_doc(agent: &str, run: &str) -> String {
     )
 }
 
-async fn call(conn: &mut Conn, body: String) -> anyhow::Result<()> {
+pub(crate) async fn call(conn: &mut Conn, body: String) -> anyhow::Result<()> {
     let (status, answer) = conn.call(Bytes::from(body)).await?;
     if status != 200 {
         bail!(
@@ -69,7 +74,11 @@ async fn call(conn: &mut Conn, body: String) -> anyhow::Result<()> {
 }
 
 /// Creates `runs` live runs of one agent.
-async fn setup(target: &Target, tag: &str, runs: usize) -> anyhow::Result<(String, Vec<String>)> {
+pub(crate) async fn setup(
+    target: &Target,
+    tag: &str,
+    runs: usize,
+) -> anyhow::Result<(String, Vec<String>)> {
     let mut conn = Conn::connect(target.ep.clone()).await?;
     let agent = format!("agent-{tag}");
     let _ = conn.call(Bytes::from(agent_doc(&agent))).await?;
@@ -81,14 +90,14 @@ async fn setup(target: &Target, tag: &str, runs: usize) -> anyhow::Result<(Strin
 }
 
 /// An open SSE stream of one run.
-struct Follower {
+pub(crate) struct Follower {
     body: hyper::body::Incoming,
     buf: Vec<u8>,
     _sender: hyper::client::conn::http1::SendRequest<Empty<Bytes>>,
 }
 
 impl Follower {
-    async fn open(target: &Target, token: &str, run: &str) -> anyhow::Result<Follower> {
+    pub(crate) async fn open(target: &Target, token: &str, run: &str) -> anyhow::Result<Follower> {
         let stream = TcpStream::connect(target.ep.addr).await?;
         stream.set_nodelay(true)?;
         let (mut sender, conn) =
@@ -110,7 +119,9 @@ impl Follower {
     }
 
     /// The next `data:` JSON and its `id`, or `None` at the end.
-    async fn next(&mut self) -> anyhow::Result<Option<(Option<u64>, serde_json::Value)>> {
+    pub(crate) async fn next(
+        &mut self,
+    ) -> anyhow::Result<Option<(Option<u64>, serde_json::Value)>> {
         loop {
             if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
                 let block: Vec<u8> = self.buf.drain(..end + 2).collect();

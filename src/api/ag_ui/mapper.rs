@@ -301,8 +301,12 @@ mod tests {
                 outcome: "ok",
                 duration_ms: None,
                 waited_ms: None,
+                arguments: json!({"env": "prod"}),
+                requested_arguments: None,
                 result: json!({"status": "success", "value": {"content": [{"type": "text", "text": "deployed"}]}}),
                 truncated: false,
+                decision: None,
+                question: None,
             },
             5,
         ));

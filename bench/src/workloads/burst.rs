@@ -1,0 +1,154 @@
+//! `burst` (issue 39): 100 followers of one run while one writer appends 2,000 events of
+//! 200–2,000 bytes back to back, as a fast turn streams (a long answer, a big tool result).
+//! Reports the latency from each append's acknowledgement to its delivery to each follower
+//! (p50/p99) and the daemon's RSS per open stream at its peak during the burst.
+//!
+//! Each round starts a fresh daemon of each binary given (`--bin`, and `--burst-old-bin`
+//! for the one to compare with), alternating them, so both see the same machine load.
+//! Checks: every follower receives every seq of the run exactly once, in order, ending with
+//! the run's terminal event.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::namespaces::{self, Setup};
+use super::stream::{call, setup, Follower};
+use crate::client::Conn;
+use crate::gen::{status_append, Rng};
+use crate::target::{api_token, reset_peak, rss_kib};
+
+/// What one round of one binary measured.
+pub struct BurstFigures {
+    pub bin: String,
+    pub followers: usize,
+    pub events: usize,
+    /// Append acknowledgement → delivery, every (follower, event), sorted, ns.
+    pub latencies: Vec<u64>,
+    /// (peak RSS during the burst − RSS before the streams were opened) / followers, KiB.
+    pub kib_per_stream: f64,
+    /// Appends per second of the writer.
+    pub append_rate: f64,
+    pub wrong: usize,
+}
+
+impl BurstFigures {
+    pub fn quantile(&self, p: f64) -> Duration {
+        super::stream::quantile(&self.latencies, p)
+    }
+}
+
+/// One round against a fresh daemon of `s.bin`.
+pub async fn run(
+    s: &Setup<'_>,
+    followers: usize,
+    events: usize,
+    bytes: (usize, usize),
+) -> anyhow::Result<BurstFigures> {
+    let token = Rng::new(u64::from_str_radix(s.tag, 16).unwrap_or(7)).hex64();
+    let (target, _, _dir) = namespaces::spawn(s, "burst", "", &token)
+        .with_context(|| format!("starting {}", s.bin.display()))?;
+    let pid = target.pid.context("a started daemon has a pid")?;
+    let api = api_token(&token);
+    let (agent, runs) = setup(&target, s.tag, 1).await?;
+    let run = runs[0].clone();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = rss_kib(pid).map(|r| r.0).unwrap_or(0);
+    let epoch = Instant::now();
+    let mut tasks = Vec::with_capacity(followers);
+    for _ in 0..followers {
+        let mut f = Follower::open(&target, &api, &run).await?;
+        let (id, data) = f.next().await?.context("the stream ended at once")?;
+        anyhow::ensure!(
+            id.is_none() && data["type"] == "up_to_date",
+            "a stream of a new run starts with up_to_date, got {data}"
+        );
+        tasks.push(tokio::spawn(async move {
+            // (seq, arrival ns since epoch), in arrival order.
+            let mut got: Vec<(u64, u64)> = Vec::with_capacity(events + 2);
+            while let Some((id, data)) = f.next().await? {
+                let Some(id) = id else { continue };
+                got.push((id, epoch.elapsed().as_nanos() as u64));
+                if data["type"] == "completed" {
+                    break;
+                }
+            }
+            anyhow::Ok(got)
+        }));
+    }
+    reset_peak(pid);
+    // The writer: `request`, then the events back to back, then the terminal status. One
+    // connection, so seq k is the k-th append; acks[k] is when its answer came.
+    let acks = Arc::new(Mutex::new(vec![0u64; events + 3]));
+    let mut conn = Conn::connect(target.ep.clone()).await?;
+    let mut rng = Rng::new(events as u64);
+    let started = Instant::now();
+    call(
+        &mut conn,
+        status_append(&agent, &run, r#"{"type":"request"}"#),
+    )
+    .await?;
+    acks.lock().unwrap()[1] = epoch.elapsed().as_nanos() as u64;
+    for i in 0..events {
+        let pad = "x".repeat(rng.range(bytes.0, bytes.1));
+        let msg = format!(r#"{{"type":"bench","i":{i},"pad":"{pad}"}}"#);
+        call(&mut conn, status_append(&agent, &run, &msg)).await?;
+        acks.lock().unwrap()[i + 2] = epoch.elapsed().as_nanos() as u64;
+    }
+    let finished = r#"{"type":"status","status":"FINISHED"}"#;
+    call(&mut conn, status_append(&agent, &run, finished)).await?;
+    let append_rate = (events + 2) as f64 / started.elapsed().as_secs_f64();
+    let acks = acks.lock().unwrap().clone();
+    let mut latencies = Vec::with_capacity(followers * events);
+    let mut wrong = 0;
+    for t in tasks {
+        let got = tokio::time::timeout(Duration::from_secs(120), t)
+            .await
+            .context("a follower did not finish")???;
+        let want = (1..=events as u64 + 2).collect::<Vec<_>>();
+        if got.iter().map(|g| g.0).collect::<Vec<_>>() != want {
+            wrong += 1;
+        }
+        for (seq, at) in got {
+            if (2..=events as u64 + 1).contains(&seq) {
+                // Delivered before the writer read its answer: no wait at all.
+                latencies.push(at.saturating_sub(acks[seq as usize]));
+            }
+        }
+    }
+    let peak = rss_kib(pid).map(|r| r.1).unwrap_or(0);
+    latencies.sort_unstable();
+    Ok(BurstFigures {
+        bin: s.bin.display().to_string(),
+        followers,
+        events,
+        latencies,
+        kib_per_stream: peak.saturating_sub(before) as f64 / followers as f64,
+        append_rate,
+        wrong,
+    })
+}
+
+/// The rounds as a table (one row per round and binary, in the order they ran).
+pub fn print(rows: &[BurstFigures]) {
+    println!();
+    println!("burst: 1 run, one writer appending back to back, a fresh daemon per row");
+    println!(
+        "| binary | followers × events | p50 | p99 | KiB per stream (peak) | appends/s | wrong |"
+    );
+    println!("|---|--:|--:|--:|--:|--:|--:|");
+    for r in rows {
+        println!(
+            "| {} | {} × {} | {:.2} ms | {:.2} ms | {:.1} | {:.0} | {} |",
+            r.bin,
+            r.followers,
+            r.events,
+            r.quantile(0.5).as_secs_f64() * 1e3,
+            r.quantile(0.99).as_secs_f64() * 1e3,
+            r.kib_per_stream,
+            r.append_rate,
+            r.wrong
+        );
+    }
+}
