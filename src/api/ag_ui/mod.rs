@@ -41,7 +41,7 @@ pub async fn run(
     let model = input.model()?;
     let ns = caller.ns.clone();
     let session = threads::session_of(&state, &ns, &input.thread_id).await?;
-    let permit = state.stream_permit()?;
+    let permit = state.stream_slot(&ns)?;
     let reader = state.reader(&ns);
     let (cursor_run, doc, after, opened) = match ask {
         Ask::Resume => {

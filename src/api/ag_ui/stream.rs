@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{header, HeaderValue};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::super::feed::{FeedError, RunCtx};
@@ -41,7 +41,7 @@ pub struct Plan {
     pub after: u64,
     pub mapper: AgUiMapper,
     /// The stream's place under `api.max_streams`, held until it ends.
-    pub permit: OwnedSemaphorePermit,
+    pub permit: super::super::stream_slots::StreamSlot,
 }
 
 /// The reader went away or was too slow.
