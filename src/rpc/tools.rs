@@ -209,9 +209,7 @@ async fn handle(
     Ok((encode(req.codec, &result), label))
 }
 
-/// A call of an AG-UI app's frontend tool: held until the app's result, which is the
-/// call's text result, or an error result once the wait times out (`ask_user`'s approval
-/// timeout: a frontend tool is a question to the app). Recorded like a held call.
+/// A call of an AG-UI app's frontend tool (`super::frontend`), recorded like a held call.
 async fn frontend_call(
     state: &RpcState,
     ns: Namespace,
@@ -219,48 +217,27 @@ async fn frontend_call(
     call: ToolRequest,
     log: &mut CallLog<ToolLine>,
 ) -> (Response, &'static str) {
-    let Some(tool_call_id) = call.tool_call_id.clone() else {
-        let e = ToolError::failed(format!(
-            "frontend tool {} needs a toolCallId to be answered by the app; none was sent",
-            call.tool_name
-        ));
-        log.error = Some(e.to_string());
-        return (encode(codec, &error_result(&e)), e.outcome());
-    };
     let run_id = active_run(state, &ns, &call.agent_id).await;
     let mut record = match &state.records {
         Some(records) => Recording::start(records.clone(), &ns, &call, run_id.clone(), true).await,
         None => None,
     };
-    let timeout = state
-        .tools
-        .registry()
-        .get(crate::tools::builtin::ask_user::NAME)
-        .map_or(crate::tools::approval::DEFAULT_TIMEOUT, |t| {
-            t.approval_timeout()
-        });
-    let pending = crate::tools::frontend::PendingCall {
-        tool_call_id,
-        agent_id: call.agent_id.clone(),
-        run_id,
-        tool: call.tool_name.clone(),
-        args: call.args.clone(),
-    };
-    let outcome = state.tools.frontend().hold(&ns, pending, timeout).await;
+    let (agent_id, tool, id) = (call.agent_id, call.tool_name, call.tool_call_id);
+    let outcome = super::frontend::wait(state, &ns, agent_id, tool, id, call.args, run_id).await;
     if let Some(r) = record.as_mut() {
         r.resumed().await;
     }
-    let outcome = outcome.map(Value::String);
     if let Some(r) = record {
         r.finish(&outcome).await;
     }
-    match outcome {
-        Ok(text) => (encode(codec, &crate::tools::result_of(text)), "ok"),
+    let (result, label) = match outcome {
+        Ok(value) => (crate::tools::result_of(value), "ok"),
         Err(e) => {
             log.error = Some(e.to_string());
-            (encode(codec, &error_result(&e)), e.outcome())
+            (error_result(&e), e.outcome())
         }
-    }
+    };
+    (encode(codec, &result), label)
 }
 
 /// The agent's active run: a tool call names only the agent.
