@@ -17,8 +17,8 @@
 //! - [`namespaces`]: who may do what (tokens by namespace, allowlists, quotas); `metrics`:
 //!   what is counted (`GET /metrics`).
 //! - `approvals`: held tool calls and people's decisions; `auth`: bearer tokens as a tower
-//!   layer; [`tools`]: the [`Tool`] trait, the registry, command tools, the tool service and
-//!   the approval policy; [`transfer`]: `backup`, `export`, `import`.
+//!   layer; [`tools`]: the [`Tool`] trait, the registry, command tools, the tool service,
+//!   the approval policy and AG-UI apps' held frontend tool calls; [`transfer`]: `backup`, `export`, `import`.
 //! - [`run`]: the run's one spelling of its statuses ([`run::RunStatus`]), below the store.
 //! - [`store`]: the substores as typed calls behind the [`Store`] trait, and the backends.
 //! - [`tokens`]: the daemon's generated tokens; [`telemetry`]: logging, and OpenTelemetry

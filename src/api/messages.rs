@@ -216,7 +216,10 @@ fn is_unknown_agent(e: &ClientError) -> bool {
     m.contains("unknown agent") || (e.code() == "not_found" && m.contains("agent"))
 }
 
-async fn resume(
+/// Declares the session's agent to the bridge again (`ResumeAgent`): its registry tools
+/// and the frontend tools an AG-UI app declared for it. The bridge replaces an agent it
+/// already holds with the resumed one, so this also changes the tools of a live agent.
+pub(super) async fn resume(
     state: &ApiState,
     bridge: &BridgeClient,
     reader: &Reader<'_>,
@@ -234,11 +237,14 @@ async fn resume(
     let names = state
         .tools_of(reader.ns, session)
         .or_else(|| fork.as_ref().map(|f| f.tools.clone()));
-    let (tools, _) = match declarations(state, reader.ns, names.as_deref()) {
+    let (mut tools, _) = match declarations(state, reader.ns, names.as_deref()) {
         Ok(d) => d,
         // A tool the session had is gone from the config: declare what is there.
         Err(_) => declarations(state, reader.ns, None)?,
     };
+    if let Value::Object(tools) = &mut tools {
+        tools.extend(state.tools().frontend().declared(reader.ns, session));
+    }
     let cwd = agent
         .get("cwd")
         .and_then(Value::as_str)

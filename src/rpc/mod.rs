@@ -3,6 +3,7 @@
 
 mod call_log;
 pub mod codec;
+mod frontend;
 mod run_log;
 pub mod store;
 pub(crate) mod tools;

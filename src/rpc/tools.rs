@@ -111,6 +111,13 @@ async fn handle(
     };
     log.fields.tool = call.tool_name.clone();
     log.fields.agent_id = call.agent_id.clone();
+    if state
+        .tools
+        .frontend()
+        .is_frontend(&ns, &call.agent_id, &call.tool_name)
+    {
+        return Ok(frontend_call(state, ns, req.codec, call, log).await);
+    }
     let registry = state.tools.registry();
     // A tool outside the namespace's allowlist does not exist for it: the same answer, and
     // the list names only the tools it may call.
@@ -202,6 +209,37 @@ async fn handle(
         }
     };
     Ok((encode(req.codec, &result), label))
+}
+
+/// A call of an AG-UI app's frontend tool (`super::frontend`), recorded like a held call.
+async fn frontend_call(
+    state: &RpcState,
+    ns: Namespace,
+    codec: Codec,
+    call: ToolRequest,
+    log: &mut CallLog<ToolLine>,
+) -> (Response, &'static str) {
+    let run_id = active_run(state, &ns, &call.agent_id).await;
+    let mut record = match &state.records {
+        Some(records) => Recording::start(records.clone(), &ns, &call, run_id.clone(), true).await,
+        None => None,
+    };
+    let (agent_id, tool, id) = (call.agent_id, call.tool_name, call.tool_call_id);
+    let outcome = super::frontend::wait(state, &ns, agent_id, tool, id, call.args, run_id).await;
+    if let Some(r) = record.as_mut() {
+        r.resumed().await;
+    }
+    if let Some(r) = record {
+        r.finish(&outcome).await;
+    }
+    let (result, label) = match outcome {
+        Ok(value) => (crate::tools::result_of(value), "ok"),
+        Err(e) => {
+            log.error = Some(e.to_string());
+            (error_result(&e), e.outcome())
+        }
+    };
+    (encode(codec, &result), label)
 }
 
 /// The agent's active run: a tool call names only the agent.

@@ -17,6 +17,7 @@
 pub mod approval;
 pub mod builtin;
 pub mod command;
+pub mod frontend;
 pub mod invoke;
 pub mod registry;
 pub mod schema;

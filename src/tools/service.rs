@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use super::frontend::FrontendCalls;
 use super::ToolRegistry;
 
 /// The tool side of the daemon: the registry calls are dispatched to, and the runtime they
@@ -17,6 +18,9 @@ pub struct ToolService {
     /// connection of that thread; on this runtime the other workers carry on. Unset, tool
     /// calls run in the request's own task.
     runtime: Arc<OnceLock<tokio::runtime::Handle>>,
+    /// AG-UI apps' frontend tools and their held calls: declared by the run API, held by
+    /// the tool RPC.
+    frontend: Arc<FrontendCalls>,
 }
 
 impl ToolService {
@@ -24,6 +28,7 @@ impl ToolService {
         ToolService {
             registry,
             runtime: Arc::default(),
+            frontend: Arc::default(),
         }
     }
 
@@ -34,6 +39,10 @@ impl ToolService {
 
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
+    }
+
+    pub fn frontend(&self) -> &FrontendCalls {
+        &self.frontend
     }
 
     /// The runtime tool calls run on, once set.

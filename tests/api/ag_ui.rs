@@ -55,6 +55,32 @@ async fn bad_input_is_refused_naming_what_is_wrong() {
             409,
             "no interrupt \"appr_0\"",
         ),
+        // Frontend tools the bridge would refuse, or that would shadow callbackd's own.
+        (
+            input("t", &json!({"tools": [{"name": "pick color", "parameters": {"type": "object"}}]})),
+            400,
+            "tools[0].name \"pick color\" is not a tool name",
+        ),
+        (
+            input("t", &json!({"tools": [{"name": "pick"}, {"name": "pick"}]})),
+            400,
+            "tools[1].name \"pick\" is declared twice",
+        ),
+        (
+            input("t", &json!({"tools": [{"name": "echo"}]})),
+            400,
+            "tools[0].name \"echo\" is a tool callbackd serves itself",
+        ),
+        // A tool message answers a frontend call only while one waits.
+        (
+            json!({"threadId": "t", "runId": "r", "messages": [
+                {"id": "u", "role": "user", "content": "hi"},
+                {"id": "a", "role": "assistant", "toolCalls": [{"id": "toolu_x", "type": "function", "function": {"name": "pick", "arguments": "{}"}}]},
+                {"id": "m", "role": "tool", "toolCallId": "toolu_x", "content": "red"}]})
+            .to_string(),
+            409,
+            "toolu_x",
+        ),
         // A new thread needs the bridge to start its session.
         (input("t", &json!({})), 501, "bridge"),
     ] {

@@ -4,8 +4,9 @@ against the real bridge and the fake backend. Every stream is also checked raw, 
 against `@ag-ui/core`'s EventSchema (tests/e2e/agui/driver.mjs). Cases: a text turn and a
 second turn on the same thread (one session, `GET /v1/sessions/{threadId}`), a custom tool
 call, an approval approved and one denied through `resume` (the tool ran / never ran), an
-`ask_user` question answered through `resume`, bad input, and examples/ag_ui/chat.mjs as a
-person would use it.
+`ask_user` question answered through `resume`, a frontend tool (declared on a thread whose
+agent the bridge already holds, and on a new thread) answered by a `tool` message or left
+unanswered until its timeout, bad input, and examples/ag_ui/chat.mjs as a person would use it.
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from test_approvals_e2e import marker, runs
-from test_run_api_e2e import ApiStack
+from test_approvals_e2e import events, marker, runs
+from test_run_api_e2e import ApiStack, read_all
 
 HERE = Path(__file__).resolve().parent
 
@@ -265,6 +266,107 @@ def test_an_ask_user_question_is_an_interrupt_answered_through_resume(setup_env,
     text = "".join(e["delta"] for e in out2["raw"] if e["type"] == "TEXT_MESSAGE_CONTENT")
     assert "eu" in text, out2["raw"]
     t.close()
+
+
+PICK = {"name": "pick_color", "description": "Asks the person in the app to pick a color",
+        "parameters": {"type": "object", "properties": {"hint": {"type": "string"}}, "required": ["hint"]}}
+
+
+def test_a_frontend_tool_call_ends_the_run_and_the_apps_result_continues_it(setup_env, tmp_path, stack):
+    t = thread(setup_env, tmp_path, stack)
+    # A plain first turn: the session exists before the app declares its tool, so the tool
+    # reaches the agent the bridge already holds (ResumeAgent), not a new one.
+    assert finished(t.say("hello"))["outcome"] == {"type": "success"}
+    sid = stack.api.call("GET", f"/v1/sessions/{t.thread_id}")[1]["session_id"]
+    stack.backend.post_script({"steps": [{"text": "Asking the app."},
+                                         {"tool": "pick_color", "args": {"hint": "warm"}},
+                                         {"textFromLastTool": "The app said: "}]})
+    t.cmd(op="user", text="pick a color")
+    out = t.run(tools=[PICK])
+    assert out["ok"], out
+    ts = types(out)
+    assert ts[-4:] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"], ts
+    start = out["raw"][-4]
+    assert start["toolCallName"] == "pick_color" and json.loads(out["raw"][-3]["delta"]) == {"hint": "warm"}
+    end = finished(out)
+    assert end["outcome"] == {"type": "success", "pendingToolCallIds": [start["toolCallId"]]}, end
+    assert "TOOL_CALL_RESULT" not in ts
+    # The Cursor run waits, holding the call; a new user message meanwhile is refused, naming it.
+    status, body = stack.api.call("POST", "/v1/ag-ui", {
+        "threadId": t.thread_id, "runId": "r-x", "messages": [{"id": "u", "role": "user", "content": "hi"}]})
+    assert status == 409 and start["toolCallId"] in body["detail"], body
+    # A result for a call that does not wait is refused.
+    status, body = stack.api.call("POST", "/v1/ag-ui", {
+        "threadId": t.thread_id, "runId": "r-y",
+        "messages": [{"id": "tm", "role": "tool", "toolCallId": "toolu_nope", "content": "x"}]})
+    assert status == 409 and "toolu_nope" in body["detail"], body
+    # The app answers with a tool message: the same Cursor run goes on with it.
+    t.cmd(op="tool", toolCallId=start["toolCallId"], content="crimson")
+    out2 = t.run(tools=[PICK])
+    assert out2["ok"], out2
+    ts2 = types(out2)
+    # The app's own tool message is the result: no second copy of it.
+    assert "TOOL_CALL_RESULT" not in ts2 and ts2[0] == "RUN_STARTED", ts2
+    text = "".join(e["delta"] for e in out2["raw"] if e["type"] == "TEXT_MESSAGE_CONTENT")
+    assert "The app said: crimson" in text, out2["raw"]
+    assert finished(out2)["outcome"] == {"type": "success"}, out2["raw"]
+    status, page = stack.api.call("GET", f"/v1/sessions/{sid}/runs")
+    assert len(page["runs"]) == 2, page
+    # Answered once: a second result for it is refused.
+    status, body = stack.api.call("POST", "/v1/ag-ui", {
+        "threadId": t.thread_id, "runId": "r-z",
+        "messages": [{"id": "tm2", "role": "tool", "toolCallId": start["toolCallId"], "content": "x"}]})
+    assert status == 409, body
+    t.close()
+
+
+def test_frontend_tools_on_a_new_thread_and_names_callbackd_serves_are_refused(setup_env, tmp_path, stack):
+    t = thread(setup_env, tmp_path, stack)
+    t.cmd(op="user", text="pick")
+    bad = t.run(tools=[{**PICK, "name": "deploy"}])
+    assert not bad["ok"] and bad["status"] == 400 and "tools[0].name" in problem(bad)["detail"], bad
+    assert stack.api.call("GET", "/v1/sessions")[1]["sessions"] == [], "a refused input started a session"
+    stack.backend.post_script({"steps": [{"tool": "pick_color", "args": {"hint": "cold"}},
+                                         {"textFromLastTool": "Got: "}]})
+    t.cmd(op="user", text="pick")
+    out = t.run(tools=[PICK])
+    assert out["ok"], out
+    end = finished(out)
+    [call] = end["outcome"]["pendingToolCallIds"]
+    t.cmd(op="tool", toolCallId=call, content="teal")
+    out2 = t.run(tools=[PICK])
+    assert out2["ok"], out2
+    assert "Got: teal" in "".join(e["delta"] for e in out2["raw"] if e["type"] == "TEXT_MESSAGE_CONTENT")
+    t.close()
+
+
+def test_an_unanswered_frontend_call_fails_after_the_question_timeout(setup_env, tmp_path):
+    s = ApiStack(setup_env, tmp_path, scenario="text",
+                 config="[tools.limits.ask_user]\napproval_timeout_ms = 1500\n")
+    try:
+        t = thread(setup_env, tmp_path, s)
+        s.backend.post_script({"steps": [{"tool": "pick_color", "args": {"hint": "any"}},
+                                         {"textFromLastTool": "Got: "}]})
+        t.cmd(op="user", text="pick")
+        out = t.run(tools=[PICK])
+        [call] = finished(out)["outcome"]["pendingToolCallIds"]
+        sid = s.api.call("GET", f"/v1/sessions/{t.thread_id}")[1]["session_id"]
+        [run] = s.api.call("GET", f"/v1/sessions/{sid}/runs")[1]["runs"]
+        # Nobody answers: after the timeout the model is told, and the Cursor run ends.
+        c, r = s.api.open("GET", f"/v1/runs/{run['run_id']}/stream")
+        rest = events(read_all(r, limit=60))
+        c.close()
+        tool = [e for e in rest if e["type"] == "tool_completed"][0]
+        assert tool["tool_call_id"] == call, tool
+        assert rest[-1]["type"] == "completed" and "did not return a result" in rest[-1]["output"], rest[-1]
+        # The late result is refused: the call no longer waits.
+        status, body = s.api.call("POST", "/v1/ag-ui", {
+            "threadId": t.thread_id, "runId": "r-late",
+            "messages": [{"id": "tm", "role": "tool", "toolCallId": call, "content": "late"}]})
+        assert status == 409 and call in body["detail"], body
+        t.close()
+    finally:
+        s.stop()
 
 
 def test_bad_input_is_refused_with_the_reason(setup_env, tmp_path, stack):

@@ -34,6 +34,9 @@ pub struct AgUiMapper {
     /// Tool calls whose `TOOL_CALL_START`…`END` went out (in this AG-UI run or, for a
     /// continuation, in the one it continues).
     pub opened: HashSet<String>,
+    /// Frontend tool calls whose result the app sent itself (its `tool` message): their
+    /// `TOOL_CALL_RESULT` would be a second copy of that message in the app.
+    pub answered: HashSet<String>,
     usage: Option<Value>,
 }
 
@@ -92,6 +95,11 @@ impl AgUiMapper {
                     replace: true,
                 });
                 out
+            }
+            Durable::ToolCompleted { tool_call_id, .. }
+                if self.answered.contains(&tool_call_id) =>
+            {
+                Vec::new()
             }
             Durable::ToolCompleted {
                 tool_call_id,

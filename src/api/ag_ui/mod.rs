@@ -6,9 +6,12 @@
 //! A thread is a session ([`threads`]); an input's last user message is a turn of it.
 //! A held call ends the AG-UI run with interrupts while the Cursor run keeps it held; the
 //! next input's `resume` decides them and streams the continuation of the same Cursor run
-//! as a new AG-UI run ([`interrupts`], [`held`]). docs/ag-ui.md has the whole mapping.
+//! as a new AG-UI run ([`interrupts`], [`held`]). The input's `tools` are frontend tools:
+//! a call of one ends the AG-UI run with `pendingToolCallIds`, and the next input's `tool`
+//! messages are its result ([`frontend`]). docs/ag-ui.md has the whole mapping.
 
 mod event;
+mod frontend;
 mod held;
 mod input;
 mod interrupts;
@@ -23,7 +26,7 @@ use axum::extract::State;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::problem::{Problem, ProblemCode};
+use super::problem::Problem;
 use super::{ApiJson, ApiState, Caller};
 use input::{Ask, RunAgentInput};
 use mapper::AgUiMapper;
@@ -43,6 +46,7 @@ pub async fn run(
     let session = threads::session_of(&state, &ns, &input.thread_id).await?;
     let permit = state.stream_slot(&ns)?;
     let reader = state.reader(&ns);
+    let mut answered = std::collections::HashSet::new();
     let (cursor_run, doc, after, opened) = match ask {
         Ask::Resume => {
             let (run, decisions) =
@@ -65,39 +69,47 @@ pub async fn run(
             (run, doc, stopped.pos, stopped.opened)
         }
         Ask::Turn(text) => {
-            if !input.tools.is_empty() {
-                return Err(Problem::new(
-                    ProblemCode::NotImplemented,
-                    "tools: frontend tools are not served yet; send the input without them",
-                ));
-            }
-            let session = match session {
+            let tools = frontend::declarations(&state, &ns, &input.tools)?;
+            let (session, fresh) = match session {
                 Some(session) => {
                     interrupts::waiting(&state, &ns, &session).await?;
-                    session
+                    frontend::waiting(&state, &ns, &session)?;
+                    (session, false)
                 }
-                None => threads::start(&state, &ns, &input.thread_id, model).await?,
+                None => {
+                    let session =
+                        threads::start(&state, &ns, &input.thread_id, model, &tools).await?;
+                    let fresh = state.tools().frontend().declared(&ns, &session) == tools;
+                    (session, fresh)
+                }
             };
             let agent = threads::agent(&state, &ns, &input.thread_id, &session).await?;
+            if !fresh {
+                frontend::declare(&state, &ns, &session, &agent, tools).await?;
+            }
             let (run, doc, _tokens) =
                 super::messages::begin(&state, &reader, &session, &agent, &text).await?;
             (run, doc, 0, Default::default())
         }
         Ask::ToolResults(results) => {
-            let mut p = Problem::new(
-                ProblemCode::FailedPrecondition,
-                format!(
-                    "no frontend tool call of this thread waits for a result (tool message for \
-                     {})",
-                    results[0].0
-                ),
-            );
-            p.status = http::StatusCode::CONFLICT.as_u16();
-            return Err(p);
+            answered = results.iter().map(|(id, _)| id.clone()).collect();
+            let run = frontend::answer(&state, &ns, session.as_deref(), results)?;
+            let stopped = match state.ag_ui_held().take(&ns, &run) {
+                Some(s) => s,
+                None => held::Stopped {
+                    pos: state.records().run_positions(&ns, &run).await?.last_seq,
+                    opened: Default::default(),
+                },
+            };
+            let doc = reader.run(&run).await?.ok_or_else(|| {
+                Problem::not_found(format!("the waiting run {run} is not in the store"))
+            })?;
+            (run, doc, stopped.pos, stopped.opened)
         }
     };
     let mut mapper = AgUiMapper::new(&input.thread_id, &input.run_id, &cursor_run);
     mapper.opened = opened;
+    mapper.answered = answered;
     Ok(stream::respond(
         state,
         stream::Plan {

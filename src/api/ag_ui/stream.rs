@@ -1,7 +1,8 @@
 //! One AG-UI run over a Cursor run: `RUN_STARTED`, then the run's stored events after a
 //! position mapped to AG-UI ([`super::mapper`]), live, until the Cursor run ends
 //! (`RUN_FINISHED` / `RUN_ERROR`) or waits on a person (`RUN_FINISHED` with the interrupt
-//! outcome; the Cursor run keeps the call held). Like the run stream, it reads the store
+//! outcome, or success with `pendingToolCallIds` for frontend tool calls; the Cursor run
+//! keeps the calls held). Like the run stream, it reads the store
 //! after every append notification (or a fallback timer), so nothing stored is missed.
 //! Assistant text goes out per message, whole, when the bridge stores it (the run API's
 //! `token` events are best-effort and never replace a stored message).
@@ -130,6 +131,12 @@ async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
     // Wake-ups first, then the first read: an append between the two is not missed.
     let mut follow = state.hub().follow(&ns, &run_id);
     let mut approvals = state.approvals().subscribe();
+    let mut frontend = state.tools().frontend().subscribe();
+    let agent = run_doc
+        .get("agentId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let ctx = RunCtx {
         state,
         ns: &ns,
@@ -172,6 +179,7 @@ async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
         }
         // 2. A held call: the AG-UI run ends with its interrupts; the Cursor run waits.
         let pending = state.approvals().pending_of_run(&ns, &run_id).await;
+        let mut held = None;
         if !pending.is_empty() {
             let mut events = Vec::new();
             for a in &pending {
@@ -186,6 +194,29 @@ async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
             events.push(
                 mapper.finished(json!({"type": "interrupt", "interrupts": interrupts}), None),
             );
+            held = Some(events);
+        }
+        // 2b. A frontend tool call waits for the app: the AG-UI run ends successfully,
+        // naming the calls the app owes a result; the Cursor run keeps them held.
+        let owed: Vec<_> = match held {
+            Some(_) => Vec::new(),
+            None => state.tools().frontend().pending_of(&ns, &agent),
+        };
+        let owed: Vec<_> = owed
+            .into_iter()
+            .filter(|c| c.run_id.as_deref().is_none_or(|r| r == run_id))
+            .collect();
+        if !owed.is_empty() {
+            let mut events = Vec::new();
+            for c in &owed {
+                events.extend(mapper.open(&c.tool_call_id, &c.tool, &c.args));
+            }
+            let ids: Vec<&str> = owed.iter().map(|c| c.tool_call_id.as_str()).collect();
+            events
+                .push(mapper.finished(json!({"type": "success", "pendingToolCallIds": ids}), None));
+            held = Some(events);
+        }
+        if let Some(events) = held {
             state.ag_ui_held().stop(
                 &ns,
                 &run_id,
@@ -221,6 +252,12 @@ async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
         loop {
             tokio::select! {
                 changed = follow.rx.changed() => {
+                    if changed.is_err() {
+                        tokio::time::sleep(FALLBACK_READ).await;
+                    }
+                    break;
+                }
+                changed = frontend.changed() => {
                     if changed.is_err() {
                         tokio::time::sleep(FALLBACK_READ).await;
                     }

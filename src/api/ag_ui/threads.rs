@@ -5,7 +5,7 @@
 //! inputs on the thread are turns of it. A thread id that is a session's own id is that
 //! session (an AG-UI client can continue a session made elsewhere).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::super::bridge::bridge_problem;
 use super::super::problem::Problem;
@@ -36,16 +36,21 @@ pub async fn session_of(
         .map(|_| thread.to_string()))
 }
 
-/// Starts the thread's session on the bridge and records the alias; the session's id (the
-/// first one recorded, when two first inputs of a thread raced).
+/// Starts the thread's session on the bridge (with the turn's frontend tools) and records
+/// the alias; the session's id (the first one recorded, when two first inputs of a thread
+/// raced).
 pub async fn start(
     state: &ApiState,
     ns: &Namespace,
     thread: &str,
     model: Option<String>,
+    frontend: &Map<String, Value>,
 ) -> Result<String, Problem> {
     let bridge = state.bridge(ns).get()?;
-    let (tools, names) = declarations(state, ns, None)?;
+    let (mut tools, names) = declarations(state, ns, None)?;
+    if let Value::Object(tools) = &mut tools {
+        tools.extend(frontend.clone());
+    }
     let model = model.unwrap_or_else(|| bridge.default_model.clone());
     let cwd = bridge.default_cwd.clone().ok_or_else(|| {
         Problem::invalid(
@@ -59,6 +64,7 @@ pub async fn start(
         .await
         .map_err(|e| bridge_problem("CreateAgent", &e))?;
     state.remember_tools(ns, &id, names);
+    state.tools().frontend().declare(ns, &id, frontend.clone());
     let session = state
         .store()
         .clone()

@@ -309,9 +309,10 @@ fn conflict(r: &Route) -> Option<&'static str> {
             Some("failed_precondition: the session has an active run")
         }
         ("post", "/v1/ag-ui") => Some(
-            "failed_precondition: a resume names an unknown or already decided interrupt, or a \
-             new user message arrives while the thread's run waits on an interrupt (named), or \
-             the thread's session has an active run",
+            "failed_precondition: a resume names an unknown or already decided interrupt, a \
+             tool message answers a frontend tool call that does not wait, a new user message \
+             arrives while the thread's run waits on an interrupt or a frontend tool call \
+             (named), or the thread's session has an active run",
         ),
         ("delete", "/v1/sessions/{session_id}") => {
             Some("failed_precondition: the session has a run in progress")
