@@ -227,7 +227,7 @@ async fn frontend_call(
     let (agent_id, tool, id) = (call.agent_id, call.tool_name, call.tool_call_id);
     let outcome = super::frontend::wait(state, &ns, agent_id, tool, id, call.args, run_id).await;
     if let Some(r) = record.as_mut() {
-        r.resumed().await;
+        r.resumed(None).await;
     }
     if let Some(r) = record {
         r.finish(&outcome).await;

@@ -19,7 +19,8 @@ const HELD_MS: u64 = 1500;
 /// to the returned marker file, so "never ran" is observed, not assumed.
 async fn spawn(dir: &Path) -> (Arc<TestApp>, PathBuf) {
     let marker = dir.join("deploys");
-    let argv = format!(r#"["sh", "-c", "echo ran >> \"$0\"; echo '{{\"deployed\": true}}'", {marker:?}]"#);
+    let argv =
+        format!(r#"["sh", "-c", "echo ran >> \"$0\"; echo '{{\"deployed\": true}}'", {marker:?}]"#);
     (spawn_deploy(&argv).await, marker)
 }
 
