@@ -347,4 +347,57 @@ mod tests {
         let later = t0 + Duration::from_secs(60);
         assert_eq!((0..20).filter(|_| b.take(later).is_ok()).count(), 10);
     }
+
+    /// Two writes admitted at once (a fork's copy is long) cannot both pass one check of the
+    /// same total: the first reserves its bytes at admission, so the second is refused while
+    /// the first is still writing; a failed write (dropped, not `done`) gives its bytes back.
+    #[tokio::test]
+    async fn concurrent_writes_cannot_overshoot_max_stored_bytes() {
+        use crate::store::sqlite::{SqliteOptions, SqliteStore};
+        use crate::store::Store;
+
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(SqliteStore::open(&SqliteOptions::new(dir.path().join("q.db"))).unwrap());
+        let mut table = super::super::Table::default();
+        let ns = Namespace::default();
+        let mut settings = table
+            .settings
+            .get(&ns)
+            .map(|s| (**s).clone())
+            .unwrap_or_default();
+        settings.quotas.max_stored_bytes = Some(1_000);
+        table.settings.insert(ns.clone(), Arc::new(settings));
+        let metrics = Metrics::new(store.subscribe(), crate::metrics::StoreSizes::default, None);
+        let gate = QuotaGate::new(Namespaces::new(table), store.clone().run_records(), metrics);
+        let append = || {
+            StoreCall::parse(
+                "runEvents",
+                "append",
+                r#"{"runId":"r","eventType":"e","payload":1}"#,
+            )
+            .unwrap()
+        };
+
+        let first = gate
+            .admit(&ns, &mut append(), 600)
+            .await
+            .expect("room for one");
+        // The first has not finished writing: its 600 bytes already count.
+        let second = gate.admit(&ns, &mut append(), 600).await;
+        assert!(
+            matches!(second, Err(StoreError::Quota(_))),
+            "a second 600-byte write passed while the first was in flight: {:?}",
+            second.err()
+        );
+        // The first write failed (dropped without `done`): its room is free again.
+        drop(first);
+        let third = gate
+            .admit(&ns, &mut append(), 600)
+            .await
+            .expect("room again");
+        gate.done(third);
+        let fourth = gate.admit(&ns, &mut append(), 600).await;
+        assert!(fourth.is_err(), "600 written, 600 more is over 1000");
+    }
 }
