@@ -237,7 +237,8 @@ approval = "always"
         "{rest:?}"
     );
     assert_eq!(rest[0]["toolCallId"], "toolu_1");
-    assert_eq!(rest[0]["content"], "deployed\n");
+    // The tool's own output as callbackd recorded it (the command's stdout, trimmed).
+    assert_eq!(rest[0]["content"], "deployed");
     assert_eq!(rest[2]["delta"], "Done.");
     assert_eq!(rest[4]["outcome"], json!({"type": "success"}));
     // Decided once: answering again is a conflict saying what happened.

@@ -122,7 +122,7 @@ pub fn document() -> Value {
                     json!({"description": "Server-Sent Events: the first block starts with `retry: <api.retry_ms>`; \
                             each event is `id: <seq>` (durable events only) and `data: <StreamEvent JSON>`; \
                             `: keepalive` comments in between",
-                           "content": {"text/event-stream": {"itemSchema": sse_item()}}}),
+                           "content": {"text/event-stream": {"itemSchema": sse_item(&json!({"$ref": "#/components/schemas/StreamEvent"}))}}}),
                 );
                 responses.insert(
                     "204".into(),
@@ -139,7 +139,7 @@ pub fn document() -> Value {
                     json!({"description": "Server-Sent Events in AG-UI's encoding: each event is one \
                             `data: <AG-UI event JSON>` block (RUN_STARTED first, RUN_FINISHED or \
                             RUN_ERROR last); `: keepalive` comments in between",
-                           "content": {"text/event-stream": {"schema": {"type": "string"}}}}),
+                           "content": {"text/event-stream": {"itemSchema": sse_item(&ag_ui_event())}}}),
                 );
             }
             Answer::Accepted => {
@@ -246,18 +246,36 @@ pub fn document() -> Value {
 }
 
 /// One server-sent event (OpenAPI 3.2 `itemSchema`): its fields as the SSE parser gives them
-/// (strings), `data` a JSON [`StreamEvent`](#/components/schemas/StreamEvent). A block with
-/// only `retry:` (the stream's first) has no data.
-fn sse_item() -> Value {
+/// (strings), `data` JSON of `data_schema` (a run stream's
+/// [`StreamEvent`](#/components/schemas/StreamEvent), an AG-UI event). A block with only
+/// `retry:` (a run stream's first) has no data.
+fn sse_item(data_schema: &Value) -> Value {
     json!({
         "type": "object",
         "properties": {
             "data": {"type": "string", "contentMediaType": "application/json",
-                     "contentSchema": {"$ref": "#/components/schemas/StreamEvent"}},
+                     "contentSchema": data_schema},
             "event": {"type": "string"},
             "id": {"type": "string", "description": "the event's seq (durable events only)"},
             "retry": {"type": "integer", "minimum": 0},
         },
+    })
+}
+
+/// An AG-UI 1.0 event as `POST /v1/ag-ui` sends it: an object whose `type` names it
+/// (docs/ag-ui.md has the mapping; `@ag-ui/core`'s `EventSchema` is the full definition).
+fn ag_ui_event() -> Value {
+    json!({
+        "type": "object",
+        "required": ["type"],
+        "properties": {"type": {"type": "string", "enum": [
+            "RUN_STARTED", "RUN_FINISHED", "RUN_ERROR",
+            "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+            "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END", "REASONING_END",
+            "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
+            "ACTIVITY_SNAPSHOT"
+        ]}},
     })
 }
 
