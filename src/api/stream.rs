@@ -94,7 +94,14 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
             None => None,
         }
     });
-    let mut response = Body::from_stream(body).into_response();
+    sse_response(Body::from_stream(body))
+}
+
+/// A `text/event-stream` answer of `body` (a run stream, `POST /v1/ag-ui`): not cached or
+/// buffered by proxies, and its connection closed at the end (a stream gave its place under
+/// `server.max_connections` back: not for reuse).
+pub(super) fn sse_response(body: Body) -> Response {
+    let mut response = body.into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -105,7 +112,6 @@ pub fn respond(state: ApiState, mut plan: StreamPlan) -> Response {
         HeaderValue::from_static("no-cache, no-transform"),
     );
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    // The connection gave its place under server.max_connections back: not for reuse.
     h.insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }

@@ -11,9 +11,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bytes::Bytes;
-use http::{header, HeaderValue};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -96,19 +95,7 @@ pub fn respond(state: ApiState, plan: Plan, conn: Option<&crate::server::ConnSlo
     let body = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>))
     });
-    let mut response = Body::from_stream(body).into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, no-transform"),
-    );
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
+    super::super::stream::sse_response(Body::from_stream(body))
 }
 
 async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
