@@ -7,6 +7,21 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, Optional, TypedDict, Union
 
 
+class AgUiRunAgentInput(TypedDict):
+    """The `RunAgentInput` as the OpenAPI document describes it (the AG-UI 1.0 schema's shape;
+[`RunAgentInput::parse`] is what checks it)."""
+    context: NotRequired[Optional[list[dict[str, Any]]]]
+    forwardedProps: NotRequired[Any]
+    messages: list[dict[str, Any]]
+    parentRunId: NotRequired[Optional[str]]
+    protocolVersion: NotRequired[Optional[str]]
+    resume: NotRequired[Optional[list[dict[str, Any]]]]
+    runId: str
+    state: NotRequired[Optional[dict[str, Any]]]
+    threadId: str
+    tools: NotRequired[Optional[list[dict[str, Any]]]]
+
+
 class AgentRef(TypedDict):
     """The agent of a `run_started` event."""
     id: str
@@ -64,6 +79,27 @@ class Decision2(TypedDict):
     args: NotRequired[Any]
     decision: Verdict
     reason: NotRequired[Optional[str]]
+
+
+class DeliveryList(TypedDict):
+    """Deliveries, newest first."""
+    deliveries: list[DeliveryView]
+
+
+class DeliveryView(TypedDict):
+    """One event sent to one endpoint."""
+    attempts: int
+    created_at: str
+    id: str
+    last_attempt_at: NotRequired[Optional[str]]
+    last_error: NotRequired[Optional[str]]
+    last_status: NotRequired[Optional[int]]
+    next_attempt_at: NotRequired[Optional[str]]
+    payload: Any
+    run_id: NotRequired[Optional[str]]
+    state: str
+    type: str
+    url: str
 
 
 class EventPage(TypedDict):

@@ -4,6 +4,23 @@
  */
 
 export interface paths {
+    "/v1/ag-ui": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a turn in the Agent-User Interaction protocol (AG-UI 1.0): a thread is a session; answers one AG-UI run as Server-Sent Events (docs/ag-ui.md) */
+        post: operations["runAgUi"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals": {
         parameters: {
             query?: never;
@@ -99,7 +116,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel a run (CancelRun on the bridge) */
+        /** Cancel a run (CancelRun on the bridge); a run no bridge knows (its bridge is gone) is ended by callbackd itself, `cancelled` */
         post: operations["cancelRun"];
         delete?: never;
         options?: never;
@@ -348,6 +365,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The namespace's recent webhook deliveries, newest first, with their attempts and last answer (`?state=pending|delivered|failed|all`, `?limit=`) */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/whoami": {
         parameters: {
             query?: never;
@@ -369,6 +403,39 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description The `RunAgentInput` as the OpenAPI document describes it (the AG-UI 1.0 schema's shape;
+         *     [`RunAgentInput::parse`] is what checks it).
+         */
+        AgUiRunAgentInput: {
+            context?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** @description `{model}`: the model of a new thread's session. */
+            forwardedProps?: unknown;
+            /** @description The conversation so far; the last `user` message is the turn's text. */
+            messages: {
+                [key: string]: unknown;
+            }[];
+            parentRunId?: string | null;
+            protocolVersion?: string | null;
+            /** @description Answers to the interrupts of the previous AG-UI run of the thread. */
+            resume?: {
+                [key: string]: unknown;
+            }[] | null;
+            /** @description The AG-UI run's id, echoed in RUN_STARTED and RUN_FINISHED. */
+            runId: string;
+            /** @description The client's state (kept by the client; not sent to the agent). */
+            state?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The conversation: a session (an unknown one starts a session). */
+            threadId: string;
+            /** @description Frontend tools `{name, description, parameters}`. */
+            tools?: {
+                [key: string]: unknown;
+            }[] | null;
+        };
         /** @description The agent of a `run_started` event. */
         AgentRef: {
             /** @description The session id (the agent id). */
@@ -443,6 +510,40 @@ export interface components {
             decision: components["schemas"]["Verdict"];
             /** @description Why; the model is told it with a denial. */
             reason?: string | null;
+        };
+        /** @description Deliveries, newest first. */
+        DeliveryList: {
+            deliveries: components["schemas"]["DeliveryView"][];
+        };
+        /** @description One event sent to one endpoint. */
+        DeliveryView: {
+            /** Format: int64 */
+            attempts: number;
+            created_at: string;
+            /** @description The event's `webhook-id`, the same on every attempt. */
+            id: string;
+            last_attempt_at?: string | null;
+            /** @description Why the last attempt failed. */
+            last_error?: string | null;
+            /**
+             * Format: int64
+             * @description The HTTP status of the last answer, if there was one.
+             */
+            last_status?: number | null;
+            /** @description When the next attempt is due, while pending. */
+            next_attempt_at?: string | null;
+            /** @description The JSON body posted. */
+            payload: unknown;
+            run_id?: string | null;
+            /** @description `pending` (waiting for an attempt), `delivered` or `failed` (given up). */
+            state: string;
+            /**
+             * @description `approval.required`, `approval.resolved`, `question.asked`, `question.answered` or
+             *     `run.ended`.
+             */
+            type: string;
+            /** @description The endpoint, without its query string (which may hold a token). */
+            url: string;
         };
         /** @description A page of events. */
         EventPage: {
@@ -612,7 +713,8 @@ export interface components {
             usage?: components["schemas"]["Usage"] | null;
         };
         /**
-         * @description A run's status.
+         * @description A run's status (callback contract, RunDoc `status`). Its schema is the run API's
+         *     `RunStatus`.
          * @enum {string}
          */
         RunStatus: "queued" | "running" | "finished" | "error" | "cancelled" | "expired";
@@ -1110,6 +1212,120 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    runAgUi: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgUiRunAgentInput"];
+            };
+        };
+        responses: {
+            /** @description Server-Sent Events in AG-UI's encoding: each event is one `data: <AG-UI event JSON>` block (RUN_STARTED first, RUN_FINISHED or RUN_ERROR last); `: keepalive` comments in between */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": unknown;
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description permission_denied: the read-only token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description failed_precondition: a resume names an unknown or already decided interrupt, a tool message answers a frontend tool call that does not wait, a new user message arrives while the thread's run waits on an interrupt or a frontend tool call (named), or the thread's session has an active run */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description payload_too_large: over api.max_body_bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description resource_exhausted: api.max_streams streams are open, or a quota is reached */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_implemented: no bridge attached */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unavailable: the bridge is down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listApprovals: {
         parameters: {
             query?: {
@@ -1527,24 +1743,6 @@ export interface operations {
             };
             /** @description failed_precondition: the run has already ended */
             409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not_implemented: no bridge attached */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description unavailable: the bridge is down */
-            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2849,6 +3047,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Usage2"];
+                };
+            };
+            /** @description invalid_argument */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unauthenticated */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+                state?: "pending" | "delivered" | "failed" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
                 };
             };
             /** @description invalid_argument */
