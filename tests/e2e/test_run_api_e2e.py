@@ -371,11 +371,12 @@ def test_daemon_restart_mid_run_and_the_stream_resumes_from_the_store(setup_env,
     assert evs[-1]["type"] == "completed" and evs[-1]["status"] == "finished", evs
     assert run_result["status"] == "RUN_LIFECYCLE_STATUS_FINISHED", run_result
     assert run_result["result"]["result"] == evs[-1]["output"], (run_result, evs[-1])
-    # The call the kill cut off is recorded as interrupted, and its failed completion is
+    # The call the kill cut off is recorded as cut off (outcome `cancelled`: the daemon
+    # stopped while it ran, one vocabulary since issue 35), and its failed completion is
     # reported as tool_outcome_unknown, never as a plain error.
     st, state = api.call("GET", f"/v1/runs/{run_id}")
     first = state["tool_calls"][0]
-    assert first["cut_off"] is True and first["outcome"] == "interrupted", state
+    assert first["cut_off"] is True and first["outcome"] == "cancelled", state
     assert not [e for e in evs if e["type"] == "tool_completed" and e["outcome"] == "error"], evs
     bridge.stop()
     daemon.proc.stop()

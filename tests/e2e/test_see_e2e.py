@@ -78,7 +78,9 @@ def test_tool_events_carry_the_arguments_and_the_result(setup_env, tmp_path):
     started = next(d for d in events if d["type"] == "tool_started")
     completed = next(d for d in events if d["type"] == "tool_completed")
     assert started["tool"] == "echo" and isinstance(started["arguments"], dict) and started["arguments"], started
-    assert completed["outcome"] == "ok" and completed["result"]["status"] == "success", completed
+    # The result is the tool's own JSON (echo returns its arguments), not the bridge's
+    # {"status": "success", "value": {"content": [...]}} wrapper (issue 35).
+    assert completed["outcome"] == "ok" and completed["result"] == started["arguments"], completed
     status, whole = s.api.call("GET", f"/v1/runs/{started['run_id']}/tool_calls/{started['tool_call_id']}")
     assert status == 200, whole
     assert whole["arguments"] == started["arguments"] and whole["result"] == completed["result"], whole
