@@ -57,7 +57,7 @@ pub struct ToolTrace {
     pub tool: String,
     pub start_ms: i64,
     pub end_ms: i64,
-    /// `ok`, `error`, `denied`, `timeout`, `cancelled`, `interrupted`, ...
+    /// The run API's outcome: `ok`, `error`, `denied`, `expired`, `cancelled`, `timeout`, ...
     pub outcome: String,
     pub arguments: Option<Value>,
     pub result: Option<Value>,
