@@ -230,7 +230,10 @@ pub fn overlay_open(call: &mut ToolCall, beside: &Beside) {
             call.outcome = outcome_of(r, approval);
             call.ended_at = r.ended_at_ms.map(rfc3339_ms);
             call.duration_ms = executed_ms(r).flatten();
-            if let Some(result) = &r.result {
+            // A call that never ran returned nothing: the error its model was told is not a
+            // result, and the stream's closing `tool_completed` says null too, whether it was
+            // written before or after callbackd recorded that error.
+            if let (Some(result), Some(_)) = (&r.result, call.duration_ms) {
                 call.result = result.clone();
             }
         }
