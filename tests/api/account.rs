@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::helpers::TestApp;
 use crate::run_api::append;
 use crate::sse::durable;
-use crate::waited::{held_call, spawn_deploy};
+use crate::waited::{completed, held_call, spawn_deploy};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -36,15 +36,6 @@ fn same_account(view: &Value, state: &Value) {
     for k in ACCOUNT {
         assert_eq!(view[k], state[k], "{k}: {view}");
     }
-}
-
-fn completed(frames: &[crate::sse::Frame], call_id: &str) -> Value {
-    frames
-        .iter()
-        .filter_map(|f| f.data())
-        .find(|d| d["type"] == "tool_completed" && d["tool_call_id"] == call_id)
-        .cloned()
-        .unwrap_or_else(|| panic!("no tool_completed of {call_id} in {frames:?}"))
 }
 
 #[tokio::test]

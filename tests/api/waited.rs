@@ -88,7 +88,8 @@ pub(crate) async fn decide(app: &TestApp, decision: &str) {
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
-fn completed(frames: &[crate::sse::Frame], call_id: &str) -> Value {
+/// The `tool_completed` event of `call_id` among `frames` (the account tests read it too).
+pub(crate) fn completed(frames: &[crate::sse::Frame], call_id: &str) -> Value {
     frames
         .iter()
         .filter_map(|f| f.data())
