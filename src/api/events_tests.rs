@@ -123,6 +123,59 @@ fn a_call_open_when_its_run_ends_is_closed_cancelled_before_the_end() {
 }
 
 #[test]
+fn a_call_cut_off_before_its_run_ended_is_unknown_not_cancelled() {
+    use crate::store::records::{ToolCallRecord, ToolOutcome};
+    // The daemon was killed while the call ran; the next one recorded it interrupted (at
+    // 1015), and the bridge stored no completion before the run finished (at 1020).
+    let record = |ended_at_ms| ToolCallRecord {
+        agent_id: "a1".into(),
+        run_id: Some("r1".into()),
+        tool_call_id: Some("c1".into()),
+        tool: "deploy".into(),
+        started_at_ms: 1010,
+        ended_at_ms: Some(ended_at_ms),
+        outcome: ToolOutcome::Interrupted,
+        cut_off: true,
+        waited_ms: None,
+        arguments: None,
+        result: None,
+    };
+    let beside = |ended_at_ms| Beside {
+        tool_calls: vec![record(ended_at_ms)],
+        approvals: vec![],
+    };
+    let start = json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "deploy", "args": {}}});
+    let mut m = RunMapper::new(&json!({"agentId": "a1"}), beside(1015));
+    m.map(&ev(1, &start));
+    m.map(&ev(2, &json!({"type": "status", "status": "FINISHED"})));
+    let closed = m.take_closed();
+    assert!(
+        matches!(&closed[..], [Durable::ToolOutcomeUnknown { tool_call_id, .. }] if tool_call_id == "c1"),
+        "{closed:?}"
+    );
+    let call = &m.calls()[0];
+    assert!(call.cut_off, "{call:?}");
+    assert_eq!((call.outcome, call.duration_ms), ("cancelled", Some(5)));
+    // Recorded only after the run's end: every reader was told `cancelled` at the end, and a
+    // replay tells the same.
+    let mut m = RunMapper::new(&json!({"agentId": "a1"}), beside(1030));
+    m.map(&ev(1, &start));
+    m.map(&ev(2, &json!({"type": "status", "status": "FINISHED"})));
+    let closed = m.take_closed();
+    assert!(
+        matches!(
+            &closed[..],
+            [Durable::ToolCompleted {
+                outcome: "cancelled",
+                ..
+            }]
+        ),
+        "{closed:?}"
+    );
+    assert!(!m.calls()[0].cut_off);
+}
+
+#[test]
 fn an_edited_call_tells_what_ran_and_what_was_asked() {
     use crate::store::approvals::ApprovalRecord;
     use crate::store::records::{ToolCallRecord, ToolOutcome};

@@ -376,7 +376,7 @@ def test_daemon_restart_mid_run_and_the_stream_resumes_from_the_store(setup_env,
     # reported as tool_outcome_unknown, never as a plain error.
     st, state = api.call("GET", f"/v1/runs/{run_id}")
     first = state["tool_calls"][0]
-    assert first["cut_off"] is True and first["outcome"] == "cancelled", state
+    assert first["cut_off"] is True and first["outcome"] == "cancelled", json.dumps(state["tool_calls"], indent=1)
     assert not [e for e in evs if e["type"] == "tool_completed" and e["outcome"] == "error"], evs
     bridge.stop()
     daemon.proc.stop()
