@@ -37,7 +37,9 @@ async fn main() -> anyhow::Result<()> {
         println!("{:#}", daemon.tool_declarations()?);
         return Ok(());
     }
+    // Listening for SIGTERM/SIGINT before the start: an early stop is a clean one.
+    let shutdown = callbackd::shutdown::install()?;
     let app = daemon.build().await?;
     eprintln!("callbackd with get_weather on {}", app.base_url());
-    app.run_until(callbackd::shutdown::signal()).await
+    app.run_until(shutdown).await
 }

@@ -1,26 +1,25 @@
 //! The shutdown signal: the first of SIGINT (Ctrl-C) and SIGTERM.
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
+use std::future::Future;
+
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Listens for SIGINT and SIGTERM from now on; the future resolves on the first.
+///
+/// Installed before the daemon announces itself: a signal is then caught from the moment a
+/// supervisor may send it, even before the future is first polled (the listener keeps it).
+/// A listener set up only when the future was first polled left a window after the ready
+/// line in which a SIGTERM took its default action and killed the daemon unclean. SIGHUP is
+/// caught from here on too (the reload listens for it once the daemon runs): a SIGHUP that
+/// early is a reload of nothing, never the end of the daemon. Needs a tokio runtime.
+pub fn install() -> std::io::Result<impl Future<Output = ()>> {
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    let _hup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => tracing::info!("SIGINT received, shutting down"),
+            _ = term.recv() => tracing::info!("SIGTERM received, shutting down"),
         }
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        () = ctrl_c => tracing::info!("SIGINT received, shutting down"),
-        () = term => tracing::info!("SIGTERM received, shutting down"),
-    }
+    })
 }

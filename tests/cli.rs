@@ -363,6 +363,24 @@ fn healthcheck_says_so_in_one_line() {
 }
 
 #[test]
+fn a_sigterm_right_after_the_ready_line_is_a_clean_stop() {
+    // A supervisor may stop the daemon the moment it announced itself: that SIGTERM must
+    // take the shutdown path (exit 0, "shutting down"), never the signal's default action.
+    let w = World::new();
+    let mut daemon = w.serve(&[]);
+    let pid = nix::unistd::Pid::from_raw(daemon.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = daemon.child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{status:?}; stderr: {:#?}",
+        daemon.seen
+    );
+    daemon.wait_line("SIGTERM received, shutting down");
+}
+
+#[test]
 fn a_store_call_refused_after_naming_its_call_is_logged_under_that_call() {
     let w = World::new();
     let mut daemon = w.serve(&[]);

@@ -16,8 +16,10 @@ pub fn run(args: &ConfigArgs) -> anyhow::Result<()> {
         .context("starting the async runtime")?;
     let source = reload_source(args);
     runtime.block_on(async move {
+        // Before the ready line: from then on a SIGTERM is a clean stop.
+        let shutdown = callbackd::shutdown::install().context("listening for SIGINT/SIGTERM")?;
         let app = App::builder(config).reload_from(source).build().await?;
         let _runtime_file = callbackd::supervisor::ready_line::announce(&app, &Default::default());
-        app.run_until(callbackd::shutdown::signal()).await
+        app.run_until(shutdown).await
     })
 }
