@@ -287,16 +287,16 @@ fn approvals_with(args: &ApprovalsArgs, client: &ApiClient) -> anyhow::Result<()
                 None => a.get("args").map(Value::to_string).unwrap_or_default(),
             }
         };
-        let args_text: String = render::one_line(&shown).chars().take(120).collect();
-        writeln!(
-            out,
+        let args_text: String = shown.chars().take(120).collect();
+        let line = format!(
             "{:<22} {:<9} {:<16} run {:<40} expires {} {args_text}",
             f("id"),
             f("state"),
             if question { "question" } else { f("tool") },
             f("run_id"),
             f("expires_at").get(..19).unwrap_or(f("expires_at")),
-        )?;
+        );
+        writeln!(out, "{}", render::one_line(&line))?;
     }
     if items.is_empty() && !args.client.json {
         eprintln!(
@@ -365,7 +365,7 @@ fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::
     if args.client.json {
         println!("{decided}");
     } else {
-        println!(
+        let line = format!(
             "approval {} {} by {}{}",
             args.approval_id,
             decided.get("state").and_then(Value::as_str).unwrap_or("?"),
@@ -378,6 +378,7 @@ fn decide_with(args: &DecideArgs, client: &ApiClient, approve: bool) -> anyhow::
                 None => String::new(),
             }
         );
+        println!("{}", render::one_line(&line));
     }
     Ok(())
 }
@@ -396,7 +397,7 @@ fn answer_with(args: &crate::cli::AnswerArgs, client: &ApiClient) -> anyhow::Res
     if args.client.json {
         println!("{answered}");
     } else {
-        println!(
+        let line = format!(
             "question {} of run {} answered by {}: {}",
             args.question_id,
             args.run_id,
@@ -404,8 +405,9 @@ fn answer_with(args: &crate::cli::AnswerArgs, client: &ApiClient) -> anyhow::Res
                 .get("decided_by")
                 .and_then(Value::as_str)
                 .unwrap_or("?"),
-            render::one_line(&args.text)
+            args.text
         );
+        println!("{}", render::one_line(&line));
     }
     Ok(())
 }
@@ -442,7 +444,8 @@ impl Printer {
             writeln!(out, "{run}")?;
         } else {
             let f = |k: &str| run.get(k).and_then(Value::as_str).unwrap_or("");
-            writeln!(out, "run {} status {}", f("run_id"), f("status"))?;
+            let line = format!("run {} status {}", f("run_id"), f("status"));
+            writeln!(out, "{}", render::one_line(&line))?;
             for c in run
                 .get("tool_calls")
                 .and_then(Value::as_array)
@@ -450,13 +453,13 @@ impl Printer {
                 .flatten()
             {
                 let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
-                writeln!(
-                    out,
+                let line = format!(
                     "  tool {} {} ({})",
                     g("tool"),
                     g("outcome"),
                     g("tool_call_id")
-                )?;
+                );
+                writeln!(out, "{}", render::one_line(&line))?;
             }
             if !f("output").is_empty() {
                 writeln!(out, "  output: {}", render::one_line(f("output")))?;

@@ -38,7 +38,7 @@ fn fork_with(args: &ForkArgs, client: &ApiClient) -> anyhow::Result<()> {
         .pointer("/session/session_id")
         .and_then(Value::as_str)
         .unwrap_or("?");
-    println!("{id}");
+    println!("{}", super::render::one_line(id));
     crate::telemetry::stderr_line(format_args!(
         "callbackd fork: session {id} is session {session} {at} run {} ({} checkpoint blobs \
          copied); send it a message with POST /v1/sessions/{id}/messages",

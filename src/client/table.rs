@@ -17,8 +17,15 @@ impl Table {
         }
     }
 
+    /// Adds a row. Its cells are run data (names, ids, outputs a model or another client
+    /// wrote) on their way to a terminal: control characters are escaped here, once for
+    /// every table, so that no cell can move the cursor, recolour or clear the screen.
     pub fn push(&mut self, row: Vec<String>) {
-        self.rows.push(row);
+        self.rows.push(
+            row.into_iter()
+                .map(|c| super::render::one_line(&c))
+                .collect(),
+        );
     }
 
     pub fn is_empty(&self) -> bool {
@@ -100,6 +107,23 @@ mod tests {
         assert!(lines[1].starts_with("a1  "), "{text}");
         assert!(!text.lines().any(|l| l.ends_with(' ')), "{text:?}");
         assert!(!Table::new(&["A"]).render(false).contains('A'));
+    }
+
+    #[test]
+    fn no_control_character_of_a_cell_reaches_the_terminal() {
+        // A session named by another client, a model id, a workspace path: run data.
+        let mut t = Table::new(&["SESSION", "NAME"]);
+        t.push(vec![
+            "s1".into(),
+            "\u{1b}[2J\u{1b}[31mred\r\nfake line\u{7}".into(),
+        ]);
+        let text = t.render(true);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert_eq!(text.lines().count(), 2, "{text:?}");
+        assert!(text.contains("\\u{1b}[2J"), "{text:?}");
     }
 
     #[test]

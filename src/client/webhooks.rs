@@ -67,14 +67,15 @@ fn line(d: &Value) -> String {
         "" => String::new(),
         at => format!(" (next {})", at.get(..19).unwrap_or(at)),
     };
-    format!(
+    // The last error can be a receiver's own words (its response): escaped for the terminal.
+    super::render::one_line(&format!(
         "{:<19} {:<18} {:<9} {:>8}  {:<36} {last}{next}",
         created.get(..19).unwrap_or(created),
         f("type"),
         f("state"),
         d.get("attempts").and_then(Value::as_i64).unwrap_or(0),
         f("url"),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -93,6 +94,11 @@ mod tests {
             line.ends_with("the receiver answered 500 (next 2026-12-06T07:05:00)"),
             "{line}"
         );
+        // A receiver's answer is its own text: it never reaches the terminal raw.
+        let hostile = json!({"type": "run.ended", "state": "failed", "attempts": 3,
+            "last_error": "the receiver answered 500: \u{1b}]0;pwned\u{7}\nok"});
+        let line = super::line(&hostile);
+        assert!(!line.chars().any(char::is_control), "{line:?}");
         let ok =
             json!({"type": "run.ended", "state": "delivered", "attempts": 1, "last_status": 200});
         assert!(super::line(&ok).ends_with(" 200"), "{}", super::line(&ok));
