@@ -199,14 +199,6 @@ pub fn event_json(event: &impl Serialize, seq: u64, run_id: &str, at_ms: i64) ->
     out
 }
 
-/// Why a call's effect is unknown: callbackd stopped it mid-execution (its record says how).
-fn cut_off_reason(r: &crate::store::records::ToolCallRecord) -> String {
-    format!(
-        "callbackd stopped the call mid-execution ({}): its effect is unknown",
-        r.outcome.as_str()
-    )
-}
-
 /// Builds a run's durable stream events from its stored events, in seq order.
 pub struct RunMapper {
     session_id: String,
@@ -282,25 +274,11 @@ impl RunMapper {
         open.sort_by_key(|(_, (i, _))| *i);
         for (_, (i, _)) in open {
             let call = &mut self.calls[i];
-            // A call callbackd cut off before the run ended (its daemon was killed while
-            // it ran, and the bridge stored no completion): its effect is unknown, as when
-            // the bridge stores the failure. Only a record ended by then counts, so that a
-            // replay tells what the live stream told.
-            let cut = self
-                .beside
-                .record(&call.tool_call_id)
-                .filter(|r| r.cut_off && r.ended_at_ms.is_some_and(|e| e <= at_ms));
-            if let Some(r) = cut {
-                let approval = self.beside.approval(&call.tool_call_id);
-                call.outcome = tool_account::outcome_of(r, approval);
-                call.cut_off = true;
-                call.ended_at = r.ended_at_ms.map(rfc3339_ms);
-                call.duration_ms = tool_account::executed_ms(r).flatten();
-                call.waited_ms = r.waited_ms;
+            if let Some(reason) = tool_account::close_cut_off(call, &self.beside, at_ms) {
                 self.closed.push(Durable::ToolOutcomeUnknown {
                     tool_call_id: call.tool_call_id.clone(),
                     tool: call.tool.clone(),
-                    reason: cut_off_reason(r),
+                    reason,
                 });
                 continue;
             }
@@ -539,7 +517,7 @@ impl RunMapper {
             return Durable::ToolOutcomeUnknown {
                 tool_call_id: call_id,
                 tool,
-                reason: cut_off_reason(r),
+                reason: tool_account::cut_off_reason(r),
             };
         }
         let (arguments, args_cut) = capped(arguments);

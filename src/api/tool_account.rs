@@ -210,6 +210,31 @@ pub fn arguments_of(
     }
 }
 
+/// Why a call's effect is unknown: callbackd stopped it mid-execution (its record says how).
+pub fn cut_off_reason(r: &ToolCallRecord) -> String {
+    format!(
+        "callbackd stopped the call mid-execution ({}): its effect is unknown",
+        r.outcome.as_str()
+    )
+}
+
+/// The account of an open call its run's end closes, when callbackd cut it off before that
+/// end (its daemon was killed while it ran, and the bridge stored no completion): its effect
+/// is unknown, as when the bridge stores the failure; the reason, or `None` for a call that
+/// was not cut off. Only a record ended by the run's end (`at_ms`) counts, so that a replay
+/// tells what the live stream told.
+pub fn close_cut_off(call: &mut ToolCall, beside: &Beside, at_ms: i64) -> Option<String> {
+    let r = beside
+        .record(&call.tool_call_id)
+        .filter(|r| r.cut_off && r.ended_at_ms.is_some_and(|e| e <= at_ms))?;
+    call.outcome = outcome_of(r, beside.approval(&call.tool_call_id));
+    call.cut_off = true;
+    call.ended_at = r.ended_at_ms.map(rfc3339_ms);
+    call.duration_ms = executed_ms(r).flatten();
+    call.waited_ms = r.waited_ms;
+    Some(cut_off_reason(r))
+}
+
 /// What the records add to the account of a call the stored events leave open (a snapshot
 /// such as the run state may say it; the stream waits for the completion): held for a
 /// person (`awaiting`, with the pending decision or question), or ended by callbackd while
