@@ -39,7 +39,8 @@
 //!
 //! Layers, top to bottom. A module may use the modules on its own line and below, never
 //! above, and no import closes a circle, between files or between these modules
-//! (`tests/layers.rs` checks both, reading this block):
+//! (`tests/layers.rs` checks both, reading this block; the binary, which reaches the database
+//! only through [`store`], names no database driver):
 //!
 //! ```text
 //! commands (the binary: main.rs, commands/)  cli  client  supervisor
