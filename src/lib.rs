@@ -15,7 +15,8 @@
 //! - [`bridge`]: everything about the bridge: its flags, the client the run API drives it
 //!   with, the slot per namespace it is attached through.
 //! - [`namespaces`]: who may do what (tokens by namespace, allowlists, quotas); `metrics`:
-//!   what is counted (`GET /metrics`).
+//!   what is counted (`GET /metrics`); `tool_calls`: one custom tool call the bridge sends,
+//!   from the allowlist to the answer (recorded, held for a person, invoked).
 //! - `approvals`: held tool calls and people's decisions; `auth`: bearer tokens as a tower
 //!   layer; [`tools`]: the [`Tool`] trait, the registry, command tools, the tool service,
 //!   the approval policy and AG-UI apps' held frontend tool calls; [`transfer`]: `backup`, `export`, `import`.
@@ -38,7 +39,8 @@
 //!
 //! Layers, top to bottom. A module may use the modules on its own line and below, never
 //! above, and no import closes a circle, between files or between these modules
-//! (`tests/layers.rs` checks both, reading this block):
+//! (`tests/layers.rs` checks both, reading this block; the binary, which reaches the database
+//! only through [`store`], names no database driver):
 //!
 //! ```text
 //! commands (the binary: main.rs, commands/)  cli  client  supervisor
@@ -46,7 +48,7 @@
 //! telemetry
 //! api
 //! rpc  bridge  webhooks
-//! namespaces  metrics
+//! namespaces  metrics  tool_calls
 //! approvals  auth  tools  transfer
 //! store
 //! run
@@ -82,6 +84,7 @@ pub mod store;
 pub mod supervisor;
 pub mod telemetry;
 pub mod tokens;
+mod tool_calls;
 pub mod tools;
 pub mod transfer;
 mod ui;

@@ -169,7 +169,7 @@ fn conn_thread_count(configured: usize) -> usize {
 /// (SQLite in the page cache; contended writes wait for the writer thread without holding
 /// the thread; the exception is the write connection's rare backstop checkpoint, see
 /// `store::sqlite::wal`, which fsyncs inside the commit that triggers it). Custom tool calls,
-/// whose code is not ours, run on the main runtime instead (`rpc::tools`); the accept loop
+/// whose code is not ours, run on the main runtime instead (`tool_calls`); the accept loop
 /// shares that runtime, so tools that block every one of its workers delay new
 /// connections, though not calls on open ones.
 struct ConnThreads {

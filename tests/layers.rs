@@ -4,7 +4,11 @@
 //!
 //! The layer order is read from `src/lib.rs` (the ```` ```text ```` block after "Layers"),
 //! so it is written once. The binary (`main.rs`, `commands/`) is the top floor and reaches
-//! the library as `callbackd::`, so it is not scanned.
+//! the library as `callbackd::`: its files close no circle either, and it opens no database
+//! itself (no `rusqlite`, no `tokio_postgres`): the store is the one SQL layer.
+//!
+//! Files are read as text, with comments, string and char literals blanked out first
+//! ([`strip_literals`]), so a `"text/*"` or a `"{"` inside a literal hides nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -28,8 +32,10 @@ fn rust_files(src: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// Reads every library source file: module path -> text.
-fn read_sources(src: &Path) -> BTreeMap<Module, String> {
+/// Reads the source files of one crate under `src`: the library's (`binary` false: all but
+/// `main.rs`, `commands/`, `bin/`) or the binary's (`main.rs`, its root, and `commands/`).
+/// Module path -> text.
+fn read_crate(src: &Path, binary: bool) -> BTreeMap<Module, String> {
     let mut out = BTreeMap::new();
     for path in rust_files(src) {
         let rel = path.strip_prefix(src).unwrap().with_extension("");
@@ -40,39 +46,124 @@ fn read_sources(src: &Path) -> BTreeMap<Module, String> {
         if module.last().is_some_and(|l| l == "mod") {
             module.pop();
         }
-        match module.first().map(String::as_str) {
-            Some("main" | "commands" | "bin") => continue,
-            Some("lib") if module.len() == 1 => module.clear(),
-            _ => {}
+        let keep = match module.first().map(String::as_str) {
+            Some("bin") => false,
+            Some("main" | "commands") => binary,
+            _ => !binary,
+        };
+        if !keep {
+            continue;
+        }
+        if module.len() == 1 && (module[0] == "lib" || module[0] == "main") {
+            module.clear();
         }
         out.insert(module, std::fs::read_to_string(&path).unwrap());
     }
     out
 }
 
-/// The text without comments and without `#[cfg(test)]` items.
-fn strip(text: &str) -> String {
-    let mut no_comments = String::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let line = rest.find("//");
-        let block = rest.find("/*");
-        match (line, block) {
-            (Some(l), b) if b.is_none_or(|b| l < b) => {
-                no_comments.push_str(&rest[..l]);
-                rest = rest[l..].find('\n').map_or("", |n| &rest[l + n..]);
+/// Reads every library source file: module path -> text.
+fn read_sources(src: &Path) -> BTreeMap<Module, String> {
+    read_crate(src, false)
+}
+
+/// The text without comments, with every string and char literal emptied (`""`, `' '`),
+/// so that nothing inside a literal (a `"text/*"`, a `"{"`, a `"use crate::x;"`) reads as
+/// code. Handles escapes, raw strings (`r"…"`, `r#"…"#`), byte and C strings (`b"…"`,
+/// `br#"…"#`, `c"…"`), char literals (`'"'`, `'\''`, `'{'`) and lifetimes (`'a`, which are
+/// not chars), and nested block comments.
+fn strip_literals(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let at = |k: usize| c.get(k).copied();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < c.len() {
+        match (c[i], at(i + 1)) {
+            ('/', Some('/')) => {
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
             }
-            (_, Some(b)) => {
-                no_comments.push_str(&rest[..b]);
-                rest = rest[b..].find("*/").map_or("", |e| &rest[b + e + 2..]);
+            ('/', Some('*')) => {
+                let mut depth = 0;
+                while i < c.len() {
+                    match (c[i], at(i + 1)) {
+                        ('/', Some('*')) => (depth, i) = (depth + 1, i + 2),
+                        ('*', Some('/')) => {
+                            (depth, i) = (depth - 1, i + 2);
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => i += 1,
+                    }
+                }
+                out.push(' ');
             }
-            _ => {
-                no_comments.push_str(rest);
-                rest = "";
+            ('r', Some('"' | '#')) if raw_string_at(&c, i) => {
+                let hashes = c[i + 1..].iter().take_while(|&&h| h == '#').count();
+                i += 1 + hashes + 1;
+                while i < c.len() {
+                    let closes = c.get(i + 1..i + 1 + hashes);
+                    if c[i] == '"' && closes.is_some_and(|h| h.iter().all(|&h| h == '#')) {
+                        i += 1 + hashes;
+                        break;
+                    }
+                    i += 1;
+                }
+                out.push_str("\"\"");
+            }
+            ('"', _) => {
+                i += 1;
+                while i < c.len() && c[i] != '"' {
+                    i += if c[i] == '\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str("\"\"");
+            }
+            ('\'', Some(next)) => {
+                // A char literal (`'x'`, `'\n'`, `'\u{7f}'`), or a lifetime or label (`'a`).
+                let end = if next == '\\' {
+                    (i + 3..c.len()).find(|&k| c[k] == '\'')
+                } else {
+                    Some(i + 2).filter(|&k| at(k) == Some('\''))
+                };
+                match end {
+                    Some(end) => {
+                        out.push_str("' '");
+                        i = end + 1;
+                    }
+                    None => {
+                        out.push('\'');
+                        i += 1;
+                    }
+                }
+            }
+            (ch, _) => {
+                out.push(ch);
+                i += 1;
             }
         }
     }
-    let text = no_comments;
+    out
+}
+
+/// Whether the `r` at `i` opens a raw string (`r"`, `r#"`, `br"`, `cr#"`), not a raw
+/// identifier (`r#type`) or the end of a name.
+fn raw_string_at(c: &[char], i: usize) -> bool {
+    let before = |k: usize| k.checked_sub(1).map(|k| c[k]);
+    let starts_token = match before(i) {
+        Some('b' | 'c') => !before(i - 1).is_some_and(is_ident),
+        Some(p) => !is_ident(p),
+        None => true,
+    };
+    let hashes = c[i + 1..].iter().take_while(|&&h| h == '#').count();
+    starts_token && c.get(i + 1 + hashes) == Some(&'"')
+}
+
+/// The text without comments, literals' contents and `#[cfg(test)]` items.
+fn strip(text: &str) -> String {
+    let text = strip_literals(text);
     let mut out = String::new();
     let mut i = 0;
     while let Some(found) = text[i..].find("#[cfg(test)]") {
@@ -392,11 +483,60 @@ fn problems(sources: &BTreeMap<Module, String>, floors: &BTreeMap<String, usize>
     out
 }
 
+/// The crates of the database drivers, which only the store may name.
+const DATABASE_CRATES: [&str; 2] = ["rusqlite", "tokio_postgres"];
+
+/// Whether `text` names `word` as a whole identifier.
+fn names(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(is_ident)
+            && !text[at + word.len()..].chars().next().is_some_and(is_ident)
+    })
+}
+
+/// What is wrong with the binary's files, one line each: a file circle, or a database
+/// driver named outside the library.
+fn binary_problems(sources: &BTreeMap<Module, String>) -> Vec<String> {
+    let name = |m: &Module| {
+        if m.is_empty() {
+            "main".to_string()
+        } else {
+            m.join("/")
+        }
+    };
+    let mut out = Vec::new();
+    for (module, text) in sources {
+        let text = strip(text);
+        for krate in DATABASE_CRATES.iter().filter(|k| names(&text, k)) {
+            out.push(format!(
+                "{} uses {krate} directly: the binary reaches the database through the \
+                 library (`callbackd::store`)",
+                name(module)
+            ));
+        }
+    }
+    for c in circles(&edges(sources)) {
+        let files: Vec<String> = c.iter().map(name).collect();
+        out.push(format!("file circle: {}", files.join(", ")));
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn every_import_points_down_the_layer_order_and_none_closes_a_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let floors = floors(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
     let problems = problems(&read_sources(&src), &floors);
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_binary_closes_no_circle_and_opens_no_database_itself() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let binary = read_crate(&src, true);
+    assert!(binary.contains_key(&Vec::new()) && binary.keys().any(|m| m[..] == ["commands"]));
+    let problems = binary_problems(&binary);
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
 
@@ -461,6 +601,108 @@ fn the_check_finds_an_upward_import_a_circle_and_a_module_off_the_floors() {
             "module circle: app, config, store",
             "module extra is on no floor of the layer order in src/lib.rs",
             "store imports app, which is above it in the layer order",
+        ]
+    );
+}
+
+/// The imports `strip` leaves to be seen in `text`, as the check reads them.
+fn seen(text: &str) -> Vec<String> {
+    paths(&strip(text))
+}
+
+#[test]
+fn a_block_comment_opener_in_a_string_hides_no_import() {
+    let text = "const ACCEPT: &str = \"text/*\";\nuse crate::store::Store;\n";
+    assert_eq!(seen(text), ["crate::store::Store", "crate::store::Store"]);
+    let text = "const URL: &str = \"http://x\";\nuse crate::store;\n";
+    assert_eq!(seen(text), ["crate::store", "crate::store"]);
+}
+
+#[test]
+fn a_brace_in_a_string_does_not_end_or_extend_a_test_item() {
+    // A `"}"` inside the test module would end it early, a `"{"` would swallow what follows.
+    let text =
+        "#[cfg(test)]\nmod tests { const A: &str = \"}\"; use crate::app; }\nuse crate::store;\n";
+    assert_eq!(seen(text), ["crate::store", "crate::store"]);
+    let text = "#[cfg(test)]\nmod tests { const A: &str = \"{\"; }\nuse crate::store;\n";
+    assert_eq!(seen(text), ["crate::store", "crate::store"]);
+}
+
+#[test]
+fn code_inside_a_string_is_not_an_import() {
+    assert!(seen("const S: &str = \"use crate::app;\";\n").is_empty());
+    assert!(seen("fn f() { g(\"crate::app::x\") }\n").is_empty());
+}
+
+#[test]
+fn the_stripper_empties_every_kind_of_literal() {
+    let cases = [
+        // Escaped quotes and backslashes stay inside their string.
+        (r#"a("x\"/*", "y\\") b"#, r#"a("", "") b"#),
+        // Raw strings, with and without hashes; a quote inside r#"…"# does not end it.
+        (r#"a(r"c:\dir\") b"#, r#"a("") b"#),
+        (r##"a(r#"say "{" /* "#) b"##, r#"a("") b"#),
+        // Byte strings and raw byte strings, C strings.
+        (
+            r##"a(b"\"{", br"x\", br#"" }"#, c"/*") b"##,
+            r#"a(b"", b"", b"", c"") b"#,
+        ),
+        // Char literals: a quote, a brace, an escaped quote, an escaped backslash, unicode.
+        (
+            r#"a('"', '{', '\'', '\\', '\u{7b}', b'}') b"#,
+            "a(' ', ' ', ' ', ' ', ' ', b' ') b",
+        ),
+        // Lifetimes and labels are not chars: nothing after them is swallowed.
+        (
+            "fn f<'a>(x: &'a str) -> &'static str { 'outer: loop { break 'outer; } }",
+            "fn f<'a>(x: &'a str) -> &'static str { 'outer: loop { break 'outer; } }",
+        ),
+        // A raw identifier is no raw string.
+        ("let r#type = r#match; \"s\"", "let r#type = r#match; \"\""),
+        // Comments, nested block comments, and a quote in a comment.
+        ("a /* x /* \" */ y */ b // \"\nc", "a   b \nc"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(strip_literals(text), want, "stripping {text:?}");
+    }
+}
+
+#[test]
+fn the_binary_check_finds_a_database_driver_and_a_circle() {
+    let source = |m: &str, text: &str| {
+        (
+            m.split('/')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect::<Module>(),
+            text.to_string(),
+        )
+    };
+    let binary: BTreeMap<Module, String> = [
+        source("", "mod commands;\nfn main() { commands::run() }\n"),
+        source("commands", "pub fn run() {}\n"),
+        source(
+            "commands/prune",
+            "use rusqlite::Connection;\nuse super::status::x;\n",
+        ),
+        source("commands/status", "use super::prune::y;\n"),
+        // Named in a string or a comment, or as part of another name, it is not a use.
+        source(
+            "commands/check",
+            "// tokio_postgres\nconst S: &str = \"rusqlite::Connection\";\nfn my_rusqlite_count() {}\n",
+        ),
+        source("commands/copy", "fn f() { tokio_postgres::connect(); }\n"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        binary_problems(&binary),
+        [
+            "commands/copy uses tokio_postgres directly: the binary reaches the database \
+             through the library (`callbackd::store`)",
+            "commands/prune uses rusqlite directly: the binary reaches the database through \
+             the library (`callbackd::store`)",
+            "file circle: commands/prune, commands/status",
         ]
     );
 }

@@ -27,6 +27,7 @@ use crate::server::{self, ServerLimits};
 use crate::store::Namespace;
 use crate::store::{RunRecords, Store};
 use crate::tokens::{self, Tokens};
+use crate::tool_calls::ToolCalls;
 use crate::tools::builtin::builtins;
 use crate::tools::service::ToolService;
 use crate::tools::{Tool, ToolRegistry};
@@ -377,16 +378,20 @@ impl AppBuilder {
         let traces = start_traces(&config, &store, &records, &metrics)?;
         let state = RpcState {
             store: store.clone(),
-            tools: tools.clone(),
+            tool_calls: ToolCalls {
+                store: store.clone(),
+                tools: tools.clone(),
+                records: Some(records.clone()),
+                approvals: Some(approvals.clone()),
+                namespaces: namespaces.clone(),
+            },
             limits: UnaryLimits {
                 max_body_bytes: s.max_body_bytes,
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             },
-            records: Some(records.clone()),
             approvals: Some(approvals.clone()),
             metrics: metrics.clone(),
             quotas: quotas.clone(),
-            namespaces: namespaces.clone(),
             bridge_runs: bridge_runs.clone(),
             run_ended: traces.clone().map(|t| {
                 Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))

@@ -15,10 +15,8 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::Context;
-use rusqlite::Connection;
 
 use callbackd::cli::ConfigArgs;
 
@@ -27,16 +25,8 @@ use super::{block_on, load};
 /// The size of a SQLite database on disk: its file and its `-wal`, where recent writes are
 /// until a checkpoint (the main file alone can read 4096 bytes while megabytes sit in the WAL).
 pub fn database_bytes(db: &Path) -> u64 {
-    let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    len(db) + len(&callbackd::store::sqlite::files::wal_path(db))
-}
-
-/// Folds the WAL into the database file and truncates both (a no-op while another
-/// connection still reads old pages; the daemon's own checkpoints finish the job then).
-fn checkpoint(db: &Path) -> rusqlite::Result<()> {
-    let conn = Connection::open(db)?;
-    conn.busy_timeout(Duration::from_secs(5))?;
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+    let sizes = callbackd::store::sqlite::files::sizes(db);
+    sizes.database + sizes.wal
 }
 
 /// The options of `callbackd prune`.
@@ -112,7 +102,7 @@ pub fn run(config: &ConfigArgs, opts: &PruneOptions) -> anyhow::Result<()> {
     };
     match (&file, before) {
         (Some(path), Some(before)) => {
-            if let Err(e) = checkpoint(path) {
+            if let Err(e) = callbackd::store::sqlite::files::truncate_wal(path) {
                 tracing::debug!(error = %e, "checkpoint after prune");
             }
             println!(

@@ -3,7 +3,6 @@
 
 mod call_log;
 pub mod codec;
-mod frontend;
 mod run_log;
 pub mod store;
 pub(crate) mod tools;
@@ -14,7 +13,7 @@ pub use run_log::{RunEndedHook, RunEventHook};
 use std::sync::Arc;
 
 use crate::connect::{Code, ConnectError, UnaryLimits};
-use crate::store::{RunRecords, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 pub const STORE_PATH: &str = "/sdk.v1.SdkStoreCallbackService/CallStore";
 pub const TOOL_PATH: &str = "/sdk.v1.SdkCustomToolCallbackService/CallCustomTool";
@@ -23,17 +22,14 @@ pub const TOOL_PATH: &str = "/sdk.v1.SdkCustomToolCallbackService/CallCustomTool
 #[derive(Clone)]
 pub struct RpcState {
     pub store: Arc<dyn Store>,
-    pub tools: crate::tools::service::ToolService,
+    /// Serves the tool RPC's calls.
+    pub tool_calls: crate::tool_calls::ToolCalls,
     pub limits: UnaryLimits,
-    /// Where tool calls are recorded for the run API (`None`: not recorded).
-    pub records: Option<Arc<dyn RunRecords>>,
-    /// Where held calls wait for a decision (`None`: a held call is refused).
+    /// The held calls, cancelled when their run ends.
     pub approvals: Option<crate::approvals::Approvals>,
     pub metrics: crate::metrics::Metrics,
     /// The namespaces' quotas, checked before each store write.
     pub quotas: crate::namespaces::quota::QuotaGate,
-    /// The namespaces in force (tool allowlists).
-    pub namespaces: crate::namespaces::Namespaces,
     /// Told of each run whose terminal event was committed (the traces, docs/telemetry.md).
     pub run_ended: Option<run_log::RunEndedHook>,
     /// Told of each committed append, with its event document (the traces build runs'

@@ -1,5 +1,7 @@
-//! `CallCustomTool`: `{toolName, args, toolCallId, agentId}` -> [`ToolRegistry`] ->
-//! `{result}`.
+//! `CallCustomTool`, the protocol: `{toolName, args, toolCallId, agentId}` is decoded into
+//! a `tool_calls::ToolCallRequest`, served by `tool_calls::ToolCalls::call` (allowlist,
+//! recording, holding, invoking) in the request's namespace, and its answer encoded as
+//! `{result}` and logged.
 //!
 //! Connect errors are only for requests that cannot be routed: a missing `toolName` or
 //! `agentId`, `args` that is not an object (`invalid_argument`), a tool this daemon does not
@@ -8,7 +10,6 @@
 //! model reads (contract §4.3). One log line per call: tool, agent, outcome, latency; never
 //! the arguments.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -22,23 +23,11 @@ use serde_json::{Map, Value};
 use super::call_log::{CallFields, CallLog};
 use super::codec::{json_to_struct, struct_to_json};
 use super::RpcState;
-use crate::approvals::Outcome;
-use crate::clock::now_ms;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallCustomToolRequest, CallCustomToolResponse};
-use crate::store::records::{ToolCallStart, ToolOutcome};
-use crate::store::{Namespace, RunRecords, StoreCall};
-use crate::tools::invoke::{invoke, Call};
-use crate::tools::{error_result, ToolError};
-
-/// A parsed request.
-struct ToolRequest {
-    tool_name: String,
-    agent_id: String,
-    tool_call_id: Option<String>,
-    args: Value,
-}
+use crate::store::Namespace;
+use crate::tool_calls::{ToolCallError, ToolCallRequest};
 
 pub async fn call_custom_tool(
     State(state): State<RpcState>,
@@ -46,40 +35,6 @@ pub async fn call_custom_tool(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(runtime) = state.tools.runtime() else {
-        return serve_call(state, ns, headers, body).await;
-    };
-    match AbortOnDrop(runtime.spawn(serve_call(state, ns, headers, body))).await {
-        Ok(response) => response,
-        Err(e) => {
-            tracing::error!(target: "callbackd::tools", error = %e, "a tool call's task failed");
-            ConnectError::internal("internal error: the tool call failed").into_response()
-        }
-    }
-}
-
-/// A spawned task, aborted when whoever awaits it goes away (the bridge hung up and hyper
-/// dropped the request): the tool call is then cancelled as if it ran in the request's task.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl<T> std::future::Future for AbortOnDrop<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-async fn serve_call(state: RpcState, ns: Namespace, headers: HeaderMap, body: Body) -> Response {
     let mut log = CallLog::start(ToolLine {
         tool: "?".into(),
         agent_id: "?".into(),
@@ -105,350 +60,28 @@ async fn handle(
     log: &mut CallLog<ToolLine>,
 ) -> Result<(Response, &'static str), ConnectError> {
     let req = read_unary(headers, body, state.limits).await?;
-    let call = match req.codec {
+    let mut call = match req.codec {
         Codec::Json => parse_json(&req.body)?,
         Codec::Proto => parse_proto(&req.body)?,
     };
+    call.timeout = req.timeout;
     log.fields.tool = call.tool_name.clone();
     log.fields.agent_id = call.agent_id.clone();
-    if state
-        .tools
-        .frontend()
-        .is_frontend(&ns, &call.agent_id, &call.tool_name)
-    {
-        return Ok(frontend_call(state, ns, req.codec, call, log).await);
-    }
-    let registry = state.tools.registry();
-    // A tool outside the namespace's allowlist does not exist for it: the same answer, and
-    // the list names only the tools it may call.
-    let allowed = |name: &str| state.namespaces.allows_tool(&ns, name);
-    let Some(tool) = registry
-        .get(&call.tool_name)
-        .filter(|_| allowed(&call.tool_name))
-    else {
-        let served: Vec<&str> = registry.names().filter(|n| allowed(n)).collect();
-        return Err(ConnectError::new(
-            Code::NotFound,
-            format!(
-                "unknown custom tool {:?}: this daemon serves {}",
-                call.tool_name,
-                if served.is_empty() {
-                    "no tools".to_string()
-                } else {
-                    served.join(", ")
-                }
-            ),
-        ));
-    };
-    // A question to the person always waits for their answer.
-    let held = tool.approval().holds(&call.args)
-        || call.tool_name == crate::tools::builtin::ask_user::NAME;
-    let run_id = match (&state.records, held) {
-        (None, false) => None,
-        _ => active_run(state, &ns, &call.agent_id).await,
-    };
-    let mut record = match &state.records {
-        Some(records) => Recording::start(records.clone(), &ns, &call, run_id.clone(), held).await,
-        None => None,
-    };
-    let mut args = call.args;
-    if held {
-        match wait_for_approval(
-            state,
-            &ns,
-            &call.tool_name,
-            &call.agent_id,
-            call.tool_call_id.clone(),
-            &args,
-            run_id,
-            &tool,
-        )
-        .await
-        {
-            Held::Run(edited) => {
-                if let Some(r) = record.as_mut() {
-                    r.resumed(edited.clone()).await;
-                }
-                if let Some(edited) = edited {
-                    args = edited;
-                }
-            }
-            Held::NotRun(error, outcome) => {
-                let label = outcome.as_str();
-                if let Some(r) = record.take() {
-                    r.finish_unrun(outcome, &error).await;
-                }
-                log.error = Some(error.to_string());
-                // `denied`, `expired` or `cancelled`: the same word as every view.
-                return Ok((encode(req.codec, &error_result(&error)), label));
-            }
-        }
-    }
-    let outcome = invoke(
-        &tool,
-        args,
-        Call {
-            agent_id: call.agent_id,
-            tool_call_id: call.tool_call_id,
-            namespace: ns,
-            timeout: req.timeout,
-        },
-    )
-    .await;
-    if let Some(record) = record {
-        record.finish(&outcome).await;
-    }
-    let (result, label) = match outcome {
-        Ok(value) => (crate::tools::result_of(value), "ok"),
-        Err(e) => {
-            // Argument errors quote the arguments, which are never logged.
-            if !matches!(e, ToolError::InvalidArgs(_)) {
-                log.error = Some(e.to_string());
-            }
-            (error_result(&e), e.outcome())
-        }
-    };
-    Ok((encode(req.codec, &result), label))
+    let answer = state.tool_calls.call(ns, call).await?;
+    log.error = answer.error;
+    Ok((encode(req.codec, &answer.result), answer.outcome))
 }
 
-/// A call of an AG-UI app's frontend tool (`super::frontend`), recorded like a held call.
-async fn frontend_call(
-    state: &RpcState,
-    ns: Namespace,
-    codec: Codec,
-    call: ToolRequest,
-    log: &mut CallLog<ToolLine>,
-) -> (Response, &'static str) {
-    let run_id = active_run(state, &ns, &call.agent_id).await;
-    let mut record = match &state.records {
-        Some(records) => Recording::start(records.clone(), &ns, &call, run_id.clone(), true).await,
-        None => None,
-    };
-    let (agent_id, tool, id) = (call.agent_id, call.tool_name, call.tool_call_id);
-    let outcome = super::frontend::wait(state, &ns, agent_id, tool, id, call.args, run_id).await;
-    if let Some(r) = record.as_mut() {
-        r.resumed(None).await;
-    }
-    if let Some(r) = record {
-        r.finish(&outcome).await;
-    }
-    let (result, label) = match outcome {
-        Ok(value) => (crate::tools::result_of(value), "ok"),
-        Err(e) => {
-            log.error = Some(e.to_string());
-            (error_result(&e), e.outcome())
-        }
-    };
-    (encode(codec, &result), label)
-}
-
-/// The agent's active run: a tool call names only the agent.
-async fn active_run(state: &RpcState, ns: &Namespace, agent_id: &str) -> Option<String> {
-    let doc = state
-        .store
-        .call(
-            ns,
-            StoreCall::AgentsGet {
-                agent_id: agent_id.to_string(),
-            },
-        )
-        .await
-        .ok()??;
-    serde_json::from_str::<Value>(&doc).ok().and_then(|d| {
-        d.get("activeRunId")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    })
-}
-
-/// How a held call's wait ended for the tool call.
-enum Held {
-    /// Run it (with the arguments a person edited, if any).
-    Run(Option<Value>),
-    /// Not run: the error the model gets, and how the record ends.
-    NotRun(ToolError, ToolOutcome),
-}
-
-/// Holds a call its tool's policy holds until its approval's record says how it ended
-/// (`approvals`).
-#[allow(clippy::too_many_arguments)]
-async fn wait_for_approval(
-    state: &RpcState,
-    ns: &Namespace,
-    tool_name: &str,
-    agent_id: &str,
-    tool_call_id: Option<String>,
-    args: &Value,
-    run_id: Option<String>,
-    tool: &crate::tools::registry::RegisteredTool,
-) -> Held {
-    let Some(approvals) = &state.approvals else {
-        return Held::NotRun(
-            ToolError::failed(
-                "this call needs a person's approval, and approvals are not available here",
-            ),
-            ToolOutcome::Denied,
-        );
-    };
-    let request = crate::approvals::HoldRequest {
-        ns,
-        agent_id,
-        run_id,
-        tool: tool_name,
-        tool_call_id,
-        args,
-        timeout: tool.approval_timeout(),
-        confirm: tool.confirm(),
-    };
-    let held = match approvals.hold(request).await {
-        Ok(held) => held,
-        Err(e) => {
-            tracing::error!(target: "callbackd::tools", error = %e, "cannot record an approval");
-            return Held::NotRun(
-                ToolError::failed(
-                    "this call needs a person's approval, and it could not be recorded; not run",
-                ),
-                ToolOutcome::Denied,
-            );
-        }
-    };
-    match held.wait().await {
-        Outcome::Approved { by, args } => {
-            tracing::info!(target: "callbackd::tools", tool = %tool_name, %by, edited = args.is_some(), "approved");
-            Held::Run(args)
-        }
-        Outcome::Denied { by, reason } => Held::NotRun(
-            ToolError::failed(format!(
-                "a person denied this call ({by}){}; it was not run",
-                reason.map(|r| format!(": {r}")).unwrap_or_default()
-            )),
-            ToolOutcome::Denied,
-        ),
-        Outcome::Expired { after } => Held::NotRun(
-            ToolError::failed(format!(
-                "nobody approved this call within {} s, so it was denied and not run",
-                after.as_secs()
-            )),
-            ToolOutcome::Expired,
-        ),
-        Outcome::Cancelled { reason } => Held::NotRun(
-            ToolError::failed(format!(
-                "this call waited for a person's approval and was cancelled ({reason}); it was \
-                 not run"
-            )),
-            ToolOutcome::Cancelled,
-        ),
-    }
-}
-
-/// A tool call's entry in the run API's record: started before the tool runs (or before
-/// it waits for approval), ended (awaited) before the answer goes back, so the bridge's
-/// completion event is never visible before the record says how the call ended. Dropped
-/// unfinished (the bridge hung up and the call was aborted), it records the call as
-/// cancelled: cut off mid-execution if it had started.
-struct Recording {
-    records: Arc<dyn RunRecords>,
-    id: i64,
-    started: bool,
-    done: bool,
-}
-
-impl Recording {
-    async fn start(
-        records: Arc<dyn RunRecords>,
-        ns: &Namespace,
-        call: &ToolRequest,
-        run_id: Option<String>,
-        held: bool,
-    ) -> Option<Recording> {
-        let start = ToolCallStart {
-            agent_id: call.agent_id.clone(),
-            run_id,
-            tool_call_id: call.tool_call_id.clone(),
-            tool: call.tool_name.clone(),
-            started_at_ms: now_ms(),
-        };
-        match records.tool_call_started(ns, start, held).await {
-            Ok(id) => Some(Recording {
-                records,
-                id,
-                started: !held,
-                done: false,
-            }),
-            Err(e) => {
-                tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call");
-                None
-            }
-        }
-    }
-
-    /// The held call was approved (with `edited` arguments when a person changed them): it
-    /// starts now.
-    async fn resumed(&mut self, edited: Option<Value>) {
-        self.started = true;
-        if let Err(e) = self.records.tool_call_resumed(self.id, edited).await {
-            tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's start");
-        }
-    }
-
-    /// The held call was denied, its approval expired or was cancelled: it never ran.
-    async fn finish_unrun(mut self, outcome: ToolOutcome, why: &ToolError) {
-        self.done = true;
-        if let Err(e) = self
-            .records
-            .tool_call_ended(self.id, outcome, false, now_ms(), Some(error_value(why)))
-            .await
-        {
-            tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
-        }
-    }
-
-    async fn finish(mut self, outcome: &Result<Value, ToolError>) {
-        self.done = true;
-        let (result, (outcome, cut_off)) = match outcome {
-            Ok(value) => (value.clone(), (ToolOutcome::Ok, false)),
-            Err(e) => (
-                error_value(e),
-                match e {
-                    ToolError::Timeout { .. } => (ToolOutcome::Timeout, true),
-                    ToolError::Panicked { .. } => (ToolOutcome::Error, true),
-                    _ => (ToolOutcome::Error, false),
-                },
-            ),
-        };
-        if let Err(e) = self
-            .records
-            .tool_call_ended(self.id, outcome, cut_off, now_ms(), Some(result))
-            .await
-        {
-            tracing::warn!(target: "callbackd::tools", error = %e, "cannot record the tool call's end");
+impl From<ToolCallError> for ConnectError {
+    fn from(e: ToolCallError) -> Self {
+        match e {
+            ToolCallError::UnknownTool { .. } => ConnectError::new(Code::NotFound, e.to_string()),
+            ToolCallError::Failed => ConnectError::internal(e.to_string()),
         }
     }
 }
 
-impl Drop for Recording {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        let (records, id, cut_off) = (self.records.clone(), self.id, self.started);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = records
-                    .tool_call_ended(id, ToolOutcome::Cancelled, cut_off, now_ms(), None)
-                    .await;
-            });
-        }
-    }
-}
-
-/// What callbackd records as the result of a call that failed or never ran: the message the
-/// model got, as `{"error": ...}`.
-fn error_value(e: &ToolError) -> Value {
-    serde_json::json!({ "error": e.to_string() })
-}
-
-fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {
+fn parse_json(body: &[u8]) -> Result<ToolCallRequest, ConnectError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| ConnectError::invalid_argument("request body is not valid UTF-8"))?;
     let text = if text.trim().is_empty() { "{}" } else { text };
@@ -496,11 +129,12 @@ fn parse_json(body: &[u8]) -> Result<ToolRequest, ConnectError> {
         Some(v @ Value::Object(_)) => v,
         Some(_) => return Err(ConnectError::invalid_argument("args must be a JSON object")),
     };
-    Ok(ToolRequest {
+    Ok(ToolCallRequest {
         tool_name,
         agent_id,
         tool_call_id,
         args,
+        timeout: None,
     })
 }
 
@@ -516,7 +150,7 @@ fn required_string(v: Option<Value>, name: &str) -> Result<String, ConnectError>
     }
 }
 
-fn parse_proto(body: &[u8]) -> Result<ToolRequest, ConnectError> {
+fn parse_proto(body: &[u8]) -> Result<ToolCallRequest, ConnectError> {
     let req = CallCustomToolRequest::decode(body).map_err(|e| {
         ConnectError::invalid_argument(format!(
             "invalid protobuf for sdk.v1.CallCustomToolRequest: {e}"
@@ -529,11 +163,12 @@ fn parse_proto(body: &[u8]) -> Result<ToolRequest, ConnectError> {
     };
     let tool_name = required_string(Some(Value::String(req.tool_name)), "toolName")?;
     let agent_id = required_string(Some(Value::String(req.agent_id)), "agentId")?;
-    Ok(ToolRequest {
+    Ok(ToolCallRequest {
         tool_name,
         agent_id,
         tool_call_id: req.tool_call_id.filter(|s| !s.is_empty()),
         args,
+        timeout: None,
     })
 }
 

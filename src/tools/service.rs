@@ -1,5 +1,5 @@
 //! [`ToolService`]: the tool side of the daemon as its services share it (the bridge's tool
-//! RPC in `rpc::tools`, the run API's tool declarations): the registry, and the runtime
+//! RPC through `tool_calls`, the run API's tool declarations): the registry, and the runtime
 //! the calls run on.
 
 use std::sync::{Arc, OnceLock};
