@@ -23,6 +23,7 @@ use reload::{ReloadSource, Reloader};
 
 pub mod reload;
 mod router;
+mod run_ends;
 use crate::server::{self, ServerLimits};
 use crate::store::Namespace;
 use crate::store::{RunRecords, Store};
@@ -59,6 +60,8 @@ pub struct App {
     quotas: QuotaGate,
     /// The trace export (`[telemetry]`), flushed at the stop.
     traces: Option<crate::telemetry::Traces>,
+    /// The listeners of the store's run ends, alive as long as the daemon.
+    _run_ends: Arc<run_ends::RunEnds>,
     /// `[[webhooks]]`: its delivery worker runs while the daemon serves.
     webhooks: Option<crate::webhooks::Webhooks>,
     /// The runs of the bridge `callbackd run` supervises, once it claims them.
@@ -323,6 +326,16 @@ impl AppBuilder {
             Some(store.clone()),
             std::time::Duration::from_millis(config.tools.approval_poll_ms),
         );
+        // A run's end, announced by the store, is told from here on (before the stale
+        // runs below are ended, so that their ends are told too).
+        let traces = start_traces(&config, &store, &records, &metrics)?;
+        let run_ends = run_ends::RunEnds {
+            approvals: approvals.clone(),
+            traces: traces.clone(),
+            metrics: metrics.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        }
+        .listen(store.as_ref());
         match approvals.sweep().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
@@ -374,7 +387,6 @@ impl AppBuilder {
         }
         let tools = ToolService::new(registry);
         let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
-        let traces = start_traces(&config, &store, &records, &metrics)?;
         let state = RpcState {
             store: store.clone(),
             tools: tools.clone(),
@@ -388,10 +400,6 @@ impl AppBuilder {
             quotas: quotas.clone(),
             namespaces: namespaces.clone(),
             bridge_runs: bridge_runs.clone(),
-            run_ended: traces.clone().map(|t| {
-                Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))
-                    as crate::rpc::RunEndedHook
-            }),
             run_event: traces.clone().map(|t| {
                 Arc::new(move |ns: &Namespace, run_id: &str, doc: &str| {
                     t.run_event(ns, run_id, doc)
@@ -457,6 +465,7 @@ impl AppBuilder {
             namespaced: !config.namespaces.is_empty(),
             quotas,
             traces,
+            _run_ends: run_ends,
             webhooks,
             bridge_runs,
         })

@@ -9,7 +9,7 @@ pub mod store;
 pub(crate) mod tools;
 mod unknown_field;
 
-pub use run_log::{RunEndedHook, RunEventHook};
+pub use run_log::RunEventHook;
 
 use std::sync::Arc;
 
@@ -34,8 +34,6 @@ pub struct RpcState {
     pub quotas: crate::namespaces::quota::QuotaGate,
     /// The namespaces in force (tool allowlists).
     pub namespaces: crate::namespaces::Namespaces,
-    /// Told of each run whose terminal event was committed (the traces, docs/telemetry.md).
-    pub run_ended: Option<run_log::RunEndedHook>,
     /// Told of each committed append, with its event document (the traces build runs'
     /// spans of them as they come).
     pub run_event: Option<run_log::RunEventHook>,
