@@ -1,8 +1,7 @@
-//! A run's [`RunTrace`], once its terminal event is stored: the run document (model,
-//! session, turn), its stored events (kept as they were appended, `on_append`, or read back
-//! from the store) mapped by the run's account, the same
-//! [`RunMapper`] the run API tells runs with (start, end, status, error, usage, output, tool calls with arguments and
-//! results), callbackd's record of each custom tool call (execution times and outcome)
+//! A run's [`RunTrace`], once its end is stored: the run document (model, session, turn),
+//! its stored events (kept as they were appended, `on_append`, or read back from the store)
+//! mapped by the run's account, the [`RunMapper`] the run API tells runs with (start, end,
+//! status, error, usage, output, tool calls with arguments and results), callbackd's record of each custom tool call (execution times and outcome)
 //! and the approvals of its held calls (who decided, how, when).
 //!
 //! Everything comes from stored records (those kept are the documents the store answered
