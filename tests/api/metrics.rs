@@ -188,10 +188,11 @@ async fn a_metrics_token_equal_to_a_bridge_token_is_a_startup_error() {
 
 /// Runs are counted when the bridge stores their end (the run document's terminal status,
 /// which the store announces), by status, with the time from their start (the `request`
-/// event) to their end; tokens from their `usage` events.
+/// event) to their end; tokens from their `usage` events. On every backend: each announces a
+/// run's end once.
 #[tokio::test]
 async fn runs_are_counted_by_status_from_the_events_the_bridge_stores() {
-    let app = TestApp::spawn_sqlite().await;
+    let app = TestApp::spawn().await;
     let a1 = agent("a1", "/ws", 1_780_000_000_000);
     app.store_ok("agents", "create", json!({ "agent": a1 }))
         .await;
