@@ -329,10 +329,12 @@ impl AppBuilder {
         // A run's end, announced by the store, is told from here on (before the stale
         // runs below are ended, so that their ends are told too).
         let traces = start_traces(&config, &store, &records, &metrics)?;
+        let bridge_runs = crate::bridge::BridgeRuns::default();
         let run_ends = run_ends::RunEnds {
             approvals: approvals.clone(),
             traces: traces.clone(),
             metrics: metrics.clone(),
+            bridge_runs: bridge_runs.clone(),
             runtime: tokio::runtime::Handle::current(),
         }
         .listen(store.as_ref());
@@ -358,7 +360,6 @@ impl AppBuilder {
         }
         .end_stale(&data_dir(db))
         .await;
-        let bridge_runs = crate::bridge::BridgeRuns::default();
         let registry =
             ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
                 .context("invalid tool configuration")?;

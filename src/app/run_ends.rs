@@ -6,16 +6,19 @@
 //! - the approvals: the run's pending approvals are cancelled now (not at the held call's
 //!   next poll), since their calls can no longer run;
 //! - the traces (`[telemetry]`): the run is traced;
-//! - the metrics and the log: `runs_total`, `run_duration_seconds`, a `run ended` line.
+//! - the metrics and the log: `runs_total`, `run_duration_seconds`, a `run ended` line;
+//! - the supervised bridge's runs file (`bridge::BridgeRuns`): the run is taken out of it.
 //!
 //! A listener runs on the committing thread and must not block: the cancellation is
-//! spawned on the daemon's runtime, the trace is a `try_send`, the metrics are counters.
+//! spawned on the daemon's runtime, the runs file written on its blocking pool, the trace
+//! is a `try_send`, the metrics are counters.
 //! The store holds the listener, and the approvals hold the store: the listener holds
 //! [`RunEnds`] weakly (the [`App`](super::App) keeps it), so nothing keeps the other alive.
 
 use std::sync::{Arc, Weak};
 
 use crate::approvals::Approvals;
+use crate::bridge::BridgeRuns;
 use crate::metrics::Metrics;
 use crate::run::RunStatus;
 use crate::store::{Namespace, Store, StoreNotice};
@@ -26,6 +29,7 @@ pub(super) struct RunEnds {
     pub approvals: Approvals,
     pub traces: Option<Traces>,
     pub metrics: Metrics,
+    pub bridge_runs: BridgeRuns,
     /// Where the cancellations run (a listener may be called off the runtime: SQLite's
     /// writer thread).
     pub runtime: tokio::runtime::Handle,
@@ -52,6 +56,8 @@ impl RunEnds {
             let reason = format!("its run {run} ended ({status}) while the approval was pending");
             approvals.cancel_run(&ns_, &run, &reason).await;
         });
+        let (runs, ns_, run) = (self.bridge_runs.clone(), ns.clone(), run_id.to_string());
+        self.runtime.spawn_blocking(move || runs.ended(&ns_, &run));
         if let Some(traces) = &self.traces {
             traces.run_ended(ns, run_id);
         }

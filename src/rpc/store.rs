@@ -129,7 +129,8 @@ async fn handle(
                     state.bridge_runs.note(ns, &call);
                 }
                 // A run's end is the store's to announce (`StoreNotice::RunEnded`): the
-                // daemon's listeners cancel its approvals, trace it and count it.
+                // daemon's listeners cancel its approvals, trace it, count it and take it
+                // out of the runs file (`app::run_ends`).
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.record(ns, &state.metrics);
                 }
