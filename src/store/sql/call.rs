@@ -48,11 +48,11 @@ pub async fn write<X: Exec>(
         StoreCall::AgentsDelete(f) => agents::delete(x, n, f).await,
         StoreCall::RunsCreate(doc) => runs::create(x, n, doc).await,
         StoreCall::RunsUpdate(doc) => {
-            // A run's end: the document it replaces was not terminal yet (read only when
-            // the new one is, once per run).
+            // A run's end: the document it replaces was not terminal yet (read, locked,
+            // only when the new one is: once per run).
             let ends = match terminal_status(doc) {
                 Some(status) => {
-                    let before = runs::get(x, n, &doc.agent_id, &doc.run_id).await?;
+                    let before = runs::get_locked(x, n, &doc.agent_id, &doc.run_id).await?;
                     let was_terminal = before
                         .and_then(|d| serde_json::from_str(&d).ok())
                         .and_then(|d| RunStatus::of_doc(&d))
