@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use super::problem::Problem;
 use super::tool_call::{Decision, QuestionRecord};
+#[cfg(doc)]
+use super::{mapper::FULL_VALUE_BYTES, tool_call::ToolCall};
 use crate::clock::rfc3339_ms;
 
 /// The stream event types of a durable event, and their fields.
@@ -40,7 +42,7 @@ pub enum Durable {
     ToolStarted {
         tool_call_id: String,
         tool: String,
-        /// The call's arguments (JSON); over [`FULL_VALUE_BYTES`](super::FULL_VALUE_BYTES) of JSON text, a string of
+        /// The call's arguments (JSON); over [`FULL_VALUE_BYTES`] of JSON text, a string of
         /// its first bytes and `truncated: true`.
         arguments: Value,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -53,7 +55,7 @@ pub enum Durable {
         #[schemars(with = "Vec<super::schema::PlanItem>")]
         items: Vec<Value>,
     },
-    /// How a tool call ended, as every view tells it (see [`ToolCall`](super::ToolCall)). A call still open
+    /// How a tool call ended, as every view tells it (see [`ToolCall`]). A call still open
     /// when its run ended gets one (`cancelled`) just before the run's terminal event, with
     /// that event's seq.
     ToolCompleted {
@@ -65,7 +67,7 @@ pub enum Durable {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         waited_ms: Option<i64>,
         /// What the tool ran with (the approved arguments, edited or not); over
-        /// [`FULL_VALUE_BYTES`](super::FULL_VALUE_BYTES) of JSON text, a string of its first bytes and
+        /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
         /// `truncated: true`, like `result`.
         #[schemars(with = "Option<super::schema::Object>")]
         arguments: Value,
@@ -74,7 +76,7 @@ pub enum Durable {
         #[schemars(with = "Option<super::schema::Object>")]
         requested_arguments: Option<Value>,
         /// What the tool returned, its own JSON (a custom tool's as callbackd recorded it,
-        /// a built-in's as the bridge stored it); over [`FULL_VALUE_BYTES`](super::FULL_VALUE_BYTES) of JSON text, a
+        /// a built-in's as the bridge stored it); over [`FULL_VALUE_BYTES`] of JSON text, a
         /// string of its first bytes and `truncated: true`
         /// (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
         result: Value,
