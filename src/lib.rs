@@ -11,6 +11,9 @@
 //!   store, services), owns the route table (`app::router`) and the reload (`app::reload`).
 //! - [`api`]: the run API (`/v1`): sessions, messages, runs, resumable streams over SSE,
 //!   approvals (HTTP only).
+//! - [`account`]: the one account of every run: the bridge's stored events plus callbackd's
+//!   records (tool calls, approvals, questions) mapped to the run's events and tool calls,
+//!   which the run API and the traces both tell.
 //! - [`rpc`]: the bridge's two callback RPCs, where the protocol meets the store and tools.
 //! - [`bridge`]: everything about the bridge: its flags, the client the run API drives it
 //!   with, the slot per namespace it is attached through.
@@ -23,7 +26,8 @@
 //! - [`run`]: the run's one spelling of its statuses ([`run::RunStatus`]), below the store.
 //! - [`store`]: the substores as typed calls behind the [`Store`] trait, and the backends.
 //! - [`tokens`]: the daemon's generated tokens; [`telemetry`]: logging, and OpenTelemetry
-//!   traces of runs read back from the store (above `api`, whose reader it uses).
+//!   traces of runs told by the run's [`account`] (below `api`; told of a run's end by the
+//!   store's `RunEnded` notice, wired in `app`).
 //! - [`config`]: the configuration, a leaf: one file per section.
 //! - [`secret`], `clock`, [`connect`] (the Connect protocol), [`proto`], `server` (the
 //!   HTTP/1.1 accept loop), `ui` (the console's files), `data_dir`, [`health`],
@@ -45,10 +49,11 @@
 //! ```text
 //! commands (the binary: main.rs, commands/)  cli  client  supervisor
 //! app
-//! telemetry
 //! api
 //! rpc  bridge  webhooks
+//! telemetry
 //! namespaces  metrics  tool_calls
+//! account
 //! approvals  auth  tools  transfer
 //! store
 //! run
@@ -57,6 +62,7 @@
 //! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent  outbound
 //! ```
 
+pub mod account;
 pub mod api;
 pub mod app;
 mod approvals;

@@ -13,10 +13,9 @@ use std::collections::VecDeque;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::events::{event_json, Durable, RunMapper, StoredEvent};
 use super::reader::Reader;
-use super::tool_account::Beside;
 use super::ApiState;
+use crate::account::{event_json, Beside, Durable, RunMapper, RunSources, StoredEvent};
 use crate::store::Namespace;
 
 /// Frames kept per followed run.
@@ -78,21 +77,19 @@ impl RunCtx<'_> {
         self.state.reader(self.ns)
     }
 
+    /// Where the run's account reads callbackd's records.
+    fn sources(&self) -> RunSources<'_> {
+        RunSources {
+            records: self.state.records().as_ref(),
+            approvals: self.state.approvals().records().as_ref(),
+            ns: self.ns,
+            run_id: self.run_id,
+        }
+    }
+
     /// callbackd's records of the run: its tool calls and approvals.
     pub async fn beside(&self) -> Result<Beside, crate::store::StoreError> {
-        Ok(Beside {
-            tool_calls: self
-                .state
-                .records()
-                .tool_calls_of_run(self.ns, self.run_id)
-                .await?,
-            approvals: self
-                .state
-                .approvals()
-                .records()
-                .approvals_of_run(self.ns, self.run_id)
-                .await?,
-        })
+        self.sources().beside().await
     }
 
     /// The frame of stored event `ev`, mapped by `mapper` (which must be at `ev.seq - 1`).
@@ -144,22 +141,7 @@ impl RunCtx<'_> {
     /// and what `POST /v1/ag-ui` maps to AG-UI. The calls a run's end closes wait in the
     /// mapper (`take_closed`).
     pub async fn durable(&self, mapper: &mut RunMapper, ev: &StoredEvent) -> Durable {
-        let message = ev.payload.get("message");
-        let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
-        let status = message
-            .and_then(|m| m.get("status"))
-            .and_then(Value::as_str);
-        // A run's end closes its open calls with what their approvals say by then.
-        let closes = kind == Some("status")
-            && matches!(status, Some("FINISHED" | "CANCELLED" | "EXPIRED" | "ERROR"))
-            && mapper.has_open();
-        if (kind == Some("tool_call") && status != Some("running")) || closes {
-            // How a call ended is in callbackd's records, final before the bridge stores it.
-            if let Ok(beside) = self.beside().await {
-                mapper.set_beside(beside);
-            }
-        }
-        mapper.map(ev)
+        self.sources().map(mapper, ev).await
     }
 
     /// The user message of the run, for its `run_started` (`ev`, its stored `request`).
@@ -169,7 +151,7 @@ impl RunCtx<'_> {
     /// a message is being sent to ([`super::sending`]), the text is waited for (up to
     /// [`INPUT_WAIT`]), so that the first reader gets the bytes every replay gets; an older
     /// one (a replay), or a run started by another client, is never waited for.
-    async fn input(&self, ev: &StoredEvent) -> Option<super::events::RunInput> {
+    async fn input(&self, ev: &StoredEvent) -> Option<crate::account::RunInput> {
         let read = || async {
             self.state
                 .records()
@@ -187,7 +169,7 @@ impl RunCtx<'_> {
         let deadline = tokio::time::Instant::now() + INPUT_WAIT;
         loop {
             if let Some(text) = read().await {
-                return Some(super::events::RunInput::whole(text));
+                return Some(crate::account::RunInput::whole(text));
             }
             let sending = self.state.sending().is_sending(self.ns, session);
             if !fresh || !sending || tokio::time::Instant::now() >= deadline {

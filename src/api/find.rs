@@ -252,7 +252,7 @@ pub async fn usage(
             let status = doc
                 .get("status")
                 .and_then(Value::as_str)
-                .unwrap_or("queued")
+                .unwrap_or(crate::run::RunStatus::Queued.as_str())
                 .to_string();
             for g in [
                 groups.entry(key.clone()).or_insert_with(|| UsageGroup {

@@ -330,7 +330,7 @@ async fn plan(
         let status = run
             .get("status")
             .and_then(Value::as_str)
-            .unwrap_or("queued");
+            .unwrap_or(crate::run::RunStatus::Queued.as_str());
         return Err(conflict(format!(
             "run {run_id} is {status}: fork a run once it has ended"
         )));

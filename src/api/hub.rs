@@ -105,7 +105,8 @@ fn wake(runs: &Mutex<HashMap<Key, Entry>>, notice: &StoreNotice) {
                 e.tx.send_replace(u64::MAX);
             }
         }
-        // Not a run's events: the approvals follow these (`approvals::wake`).
-        StoreNotice::ApprovalChanged { .. } => {}
+        // Not a run's events: the approvals follow changes (`approvals::wake`), the daemon's
+        // listeners a run's end (`app::run_ends`).
+        StoreNotice::ApprovalChanged { .. } | StoreNotice::RunEnded { .. } => {}
     }
 }

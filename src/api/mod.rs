@@ -16,7 +16,6 @@ mod bridge;
 mod caller;
 mod control;
 mod cors;
-pub(crate) mod events;
 mod feed;
 mod find;
 mod fork;
@@ -39,7 +38,6 @@ mod sessions;
 mod stream;
 mod stream_slots;
 mod stream_token;
-pub mod tool_account;
 mod tool_calls;
 mod webhooks;
 

@@ -4,8 +4,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::events::{run_problem, StoredEvent};
-use super::problem::Problem;
+use super::problem::{run_problem, Problem};
+pub use crate::account::Listed;
+use crate::account::{listed, parse, StoredEvent};
 use crate::clock::rfc3339_ms;
 use crate::store::{
     AgentCursor, AgentFilter, Namespace, Page, RunCursor, RunFilter, RunRecords, Store, StoreCall,
@@ -100,7 +101,7 @@ pub struct RunSummary {
     pub error: Option<Problem>,
     /// The user message that started the run (truncated in lists); `null` when callbackd
     /// has none recorded (a run started by another client than the run API).
-    pub input: Option<super::events::RunInput>,
+    pub input: Option<crate::account::RunInput>,
 }
 
 fn time_of(doc: &Value, key: &str) -> Option<String> {
@@ -142,7 +143,8 @@ impl RunSummary {
             run_id: str_of(doc, "runId").unwrap_or_default(),
             session_id: str_of(doc, "agentId").unwrap_or_default(),
             turn_number: doc.get("turnNumber").and_then(Value::as_u64),
-            status: str_of(doc, "status").unwrap_or_else(|| "queued".into()),
+            status: str_of(doc, "status")
+                .unwrap_or_else(|| crate::run::RunStatus::Queued.as_str().into()),
             model: doc
                 .pointer("/model/id")
                 .and_then(Value::as_str)
@@ -164,28 +166,6 @@ pub fn is_terminal(doc: &Value) -> bool {
     crate::run::RunStatus::of_doc(doc).is_some_and(crate::run::RunStatus::is_terminal)
 }
 
-fn parse(text: &str) -> Result<Value, Problem> {
-    serde_json::from_str(text).map_err(|e| Problem::internal(format!("stored JSON: {e}")))
-}
-
-/// A list page: the items and the store's cursor of the next page.
-pub struct Listed {
-    pub items: Vec<Value>,
-    pub next_cursor: Option<String>,
-}
-
-fn listed(output: &Option<String>) -> Result<Listed, Problem> {
-    let mut v = parse(output.as_deref().unwrap_or("{}"))?;
-    let items = match v.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    Ok(Listed {
-        items,
-        next_cursor: str_of(&v, "nextCursor").filter(|c| !c.is_empty()),
-    })
-}
-
 /// The run API's view of the store.
 pub struct Reader<'a> {
     pub store: &'a dyn Store,
@@ -205,7 +185,7 @@ impl Reader<'_> {
                 },
             )
             .await?;
-        out.as_deref().map(parse).transpose()
+        Ok(out.as_deref().map(parse).transpose()?)
     }
 
     pub async fn agents(&self, limit: usize, cursor: Option<&str>) -> Result<Listed, Problem> {
@@ -220,7 +200,7 @@ impl Reader<'_> {
                 StoreCall::AgentsList(AgentFilter::default(), Page { cursor, limit }),
             )
             .await?;
-        listed(&out)
+        Ok(listed(&out)?)
     }
 
     pub async fn runs_of(
@@ -241,29 +221,12 @@ impl Reader<'_> {
             .store
             .call(self.ns, StoreCall::RunsList(filter, Page { cursor, limit }))
             .await?;
-        listed(&out)
+        Ok(listed(&out)?)
     }
 
     /// A run by id alone (the API's paths do not name its agent).
     pub async fn run(&self, run_id: &str) -> Result<Option<Value>, Problem> {
-        let filter = RunFilter {
-            agent_ids: None,
-            run_ids: Some(vec![run_id.into()]),
-        };
-        let out = self
-            .store
-            .call(
-                self.ns,
-                StoreCall::RunsList(
-                    filter,
-                    Page {
-                        cursor: None,
-                        limit: 1,
-                    },
-                ),
-            )
-            .await?;
-        Ok(listed(&out)?.items.into_iter().next())
+        Ok(crate::account::run_doc(self.store, self.ns, run_id).await?)
     }
 
     /// The model of an agent's latest run, for a session's `model`.
@@ -285,40 +248,7 @@ impl Reader<'_> {
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, Problem> {
-        let out = self
-            .store
-            .call(
-                self.ns,
-                StoreCall::EventsList {
-                    run_id: run_id.into(),
-                    after_seq: after,
-                    limit,
-                },
-            )
-            .await?;
-        listed(&out)?.items.into_iter().map(stored_event).collect()
-    }
-}
-
-/// A stored event of its event document's text.
-pub fn stored_event_of(doc: &str) -> Result<StoredEvent, Problem> {
-    stored_event(parse(doc)?)
-}
-
-/// A stored event of its event document (an item of `runEvents.list`).
-fn stored_event(mut item: Value) -> Result<StoredEvent, Problem> {
-    let seq = item.get("seq").and_then(Value::as_u64);
-    let at = item.get("createdAt").and_then(Value::as_f64);
-    match (seq, at) {
-        (Some(seq), Some(at)) => Ok(StoredEvent {
-            seq,
-            created_at_ms: at as i64,
-            payload: item
-                .get_mut("payload")
-                .map(Value::take)
-                .unwrap_or(Value::Null),
-        }),
-        _ => Err(Problem::internal("a stored event has no seq or createdAt")),
+        Ok(crate::account::events_after(self.store, self.ns, run_id, after, limit).await?)
     }
 }
 

@@ -8,13 +8,13 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::bridge::bridge_problem;
-use super::events::Durable;
 use super::feed::{FeedError, RunCtx};
 use super::problem::{Problem, ProblemCode};
 use super::reader::{is_terminal, RunSummary};
 use super::stream::{self, StreamPlan};
-use super::tool_account::{self, ToolCall};
 use super::{json_response, limit, position, query, ApiState, Caller};
+use crate::account::tool_call::{self, ToolCall};
+use crate::account::Durable;
 use crate::bridge::Ended;
 use crate::clock::rfc3339_ms;
 use crate::run::RunStatus;
@@ -74,10 +74,10 @@ pub async fn summary_of(
     pos: crate::store::records::RunPositions,
     exact: bool,
     input: Option<String>,
-    last: Option<super::events::StoredEvent>,
+    last: Option<crate::account::StoredEvent>,
 ) -> Result<RunSummary, Problem> {
     let mut run = RunSummary::from_doc(doc, pos.last_seq);
-    run.input = input.map(super::events::RunInput::whole);
+    run.input = input.map(crate::account::RunInput::whole);
     let Some(last) = last else {
         return Ok(run);
     };
@@ -99,7 +99,7 @@ pub async fn summary_of(
         }
     } else {
         // The terminal event alone: its problem, or nothing new.
-        super::events::RunMapper::new(doc, Default::default()).map(&last)
+        crate::account::RunMapper::new(doc, Default::default()).map(&last)
     };
     match end {
         Durable::Completed { usage, output, .. } => {
@@ -127,7 +127,7 @@ async fn last_event(
     ns: &Namespace,
     id: &str,
     pos: crate::store::records::RunPositions,
-) -> Result<Option<super::events::StoredEvent>, Problem> {
+) -> Result<Option<crate::account::StoredEvent>, Problem> {
     if !has_last(pos) {
         return Ok(None);
     }
@@ -157,7 +157,7 @@ pub async fn stored_end(
 }
 
 /// The run status a stored terminal `status` event stands for.
-fn terminal_status(ev: &super::events::StoredEvent) -> Option<String> {
+fn terminal_status(ev: &crate::account::StoredEvent) -> Option<String> {
     if ev.payload.pointer("/message/type").and_then(Value::as_str) != Some("status") {
         return None;
     }
@@ -224,12 +224,11 @@ pub async fn tool_calls(
     };
     for call in calls.iter_mut() {
         if matches!(call.outcome, "running") {
-            tool_account::overlay_open(call, &beside);
+            tool_call::overlay_open(call, &beside);
         } else if call.decision.is_none() && call.question.is_none() {
             // Closed by its run's end: what became of its approval.
             let approval = beside.approval(&call.tool_call_id);
-            (call.decision, call.question) =
-                tool_account::decision_and_question(approval, &call.tool);
+            (call.decision, call.question) = tool_call::decision_and_question(approval, &call.tool);
         }
     }
     for r in &beside.tool_calls {
@@ -238,7 +237,7 @@ pub async fn tool_calls(
             .as_deref()
             .is_some_and(|c| calls.iter().any(|k| k.tool_call_id == c));
         if !known {
-            calls.push(tool_account::from_record(r, &beside));
+            calls.push(tool_call::from_record(r, &beside));
         }
     }
     Ok(calls)

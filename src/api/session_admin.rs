@@ -213,8 +213,9 @@ pub async fn delete(
                 || super::runs::stored_end(&state, &caller.ns, active, pos)
                     .await?
                     .is_some();
-            never_started =
-                run.get("status").and_then(Value::as_str) == Some("queued") && pos.last_seq == 0;
+            never_started = run.get("status").and_then(Value::as_str)
+                == Some(crate::run::RunStatus::Queued.as_str())
+                && pos.last_seq == 0;
             if !ended && !never_started {
                 return Err(Problem::new(
                     ProblemCode::FailedPrecondition,

@@ -299,12 +299,12 @@ pub(super) async fn run_page(
         // append between the two reads leaves it out, as it would a moment earlier).
         let last = match lasts.remove(id) {
             Some(doc) if super::runs::has_last(pos) => {
-                Some(super::reader::stored_event_of(&doc)?).filter(|ev| ev.seq == pos.last_seq)
+                Some(crate::account::stored_event_of(&doc)?).filter(|ev| ev.seq == pos.last_seq)
             }
             _ => None,
         };
         let mut run = super::runs::summary_of(state, ns, doc, pos, false, input, last).await?;
-        run.input = run.input.map(|i| super::events::RunInput::listed(&i.text));
+        run.input = run.input.map(|i| crate::account::RunInput::listed(&i.text));
         runs.push(run);
     }
     Ok(json_response(

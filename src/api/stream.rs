@@ -18,12 +18,13 @@ use http::{header, HeaderValue, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::events::{event_json, Control};
+use super::control::{Control, QuestionView};
 use super::feed::{FeedError, Private, RunCtx};
 use super::live_tokens::{Fragment, Relay};
 use super::pipe::{self, Writer};
 use super::reader::{is_terminal, Reader};
 use super::ApiState;
+use crate::account::event_json;
 use crate::clock::now_ms;
 use crate::store::Namespace;
 
@@ -387,7 +388,7 @@ async fn doc_terminal(reader: &Reader<'_>, run_id: &str) -> bool {
 fn required_control(approval: crate::approvals::ApprovalView) -> Control {
     if approval.tool == crate::tools::builtin::ask_user::NAME {
         return Control::Question {
-            question: super::events::QuestionView {
+            question: QuestionView {
                 text: approval
                     .args
                     .get("question")

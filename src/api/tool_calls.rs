@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::problem::Problem;
 use super::runs::no_run;
-use super::tool_account::ToolCall;
 use super::{json_response, ApiState, Caller};
+use crate::account::ToolCall;
 
 /// A tool call in full.
 #[derive(Debug, Serialize, schemars::JsonSchema)]

@@ -23,6 +23,7 @@ use reload::{ReloadSource, Reloader};
 
 pub mod reload;
 mod router;
+mod run_ends;
 use crate::server::{self, ServerLimits};
 use crate::store::Namespace;
 use crate::store::{RunRecords, Store};
@@ -60,6 +61,8 @@ pub struct App {
     quotas: QuotaGate,
     /// The trace export (`[telemetry]`), flushed at the stop.
     traces: Option<crate::telemetry::Traces>,
+    /// The listeners of the store's run ends, alive as long as the daemon.
+    _run_ends: Arc<run_ends::RunEnds>,
     /// `[[webhooks]]`: its delivery worker runs while the daemon serves.
     webhooks: Option<crate::webhooks::Webhooks>,
     /// The runs of the bridge `callbackd run` supervises, once it claims them.
@@ -324,6 +327,18 @@ impl AppBuilder {
             Some(store.clone()),
             std::time::Duration::from_millis(config.tools.approval_poll_ms),
         );
+        // A run's end, announced by the store, is told from here on (before the stale
+        // runs below are ended, so that their ends are told too).
+        let traces = start_traces(&config, &store, &records, &metrics)?;
+        let bridge_runs = crate::bridge::BridgeRuns::default();
+        let run_ends = run_ends::RunEnds {
+            approvals: approvals.clone(),
+            traces: traces.clone(),
+            metrics: metrics.clone(),
+            bridge_runs: bridge_runs.clone(),
+            runtime: tokio::runtime::Handle::current(),
+        }
+        .listen(store.as_ref());
         match approvals.sweep().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
@@ -346,7 +361,6 @@ impl AppBuilder {
         }
         .end_stale(&data_dir(db))
         .await;
-        let bridge_runs = crate::bridge::BridgeRuns::default();
         let registry =
             ToolRegistry::from_config(&config.tools, builtins(Some(store.clone())), &self.tools)
                 .context("invalid tool configuration")?;
@@ -375,7 +389,6 @@ impl AppBuilder {
         }
         let tools = ToolService::new(registry);
         let quotas = QuotaGate::new(namespaces.clone(), records.clone(), metrics.clone());
-        let traces = start_traces(&config, &store, &records, &metrics)?;
         let state = RpcState {
             store: store.clone(),
             tool_calls: ToolCalls {
@@ -389,14 +402,9 @@ impl AppBuilder {
                 max_body_bytes: s.max_body_bytes,
                 body_read_timeout: Duration::from_millis(s.body_read_timeout_ms),
             },
-            approvals: Some(approvals.clone()),
             metrics: metrics.clone(),
             quotas: quotas.clone(),
             bridge_runs: bridge_runs.clone(),
-            run_ended: traces.clone().map(|t| {
-                Arc::new(move |ns: &Namespace, run_id: &str| t.run_ended(ns, run_id))
-                    as crate::rpc::RunEndedHook
-            }),
             run_event: traces.clone().map(|t| {
                 Arc::new(move |ns: &Namespace, run_id: &str, doc: &str| {
                     t.run_event(ns, run_id, doc)
@@ -462,6 +470,7 @@ impl AppBuilder {
             namespaced: !config.namespaces.is_empty(),
             quotas,
             traces,
+            _run_ends: run_ends,
             webhooks,
             bridge_runs,
         })

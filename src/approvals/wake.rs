@@ -18,7 +18,9 @@ pub(super) fn listen(store: &dyn Store, approvals: Weak<Inner>) {
         let one = match notice {
             StoreNotice::ApprovalChanged { ns, id } => Some((ns, id)),
             StoreNotice::Resync => None,
-            StoreNotice::Appended(_) | StoreNotice::Remote(_) => return,
+            StoreNotice::Appended(_) | StoreNotice::Remote(_) | StoreNotice::RunEnded { .. } => {
+                return
+            }
         };
         let Some(inner) = approvals.upgrade() else {
             return;

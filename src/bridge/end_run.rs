@@ -5,8 +5,10 @@
 //! a stored `status` event, so every stream of the run, live or replayed, ends with a
 //! terminal event; the run document's `status` and `endedAt` (and `error`); the session's
 //! `activeRunId` cleared, so it takes a new message, forks and deletes again. The run's
-//! held calls are cancelled with the same reason. Nothing the run's tools did is undone or
-//! run again.
+//! held calls are cancelled with the same reason, just before the document says the run
+//! ended: the store announces that end (`StoreNotice::RunEnded`), and its listeners (the
+//! traces, the metrics, the approvals' own cancellation, which then finds nothing pending)
+//! hear it as they hear the bridge's. Nothing the run's tools did is undone or run again.
 //!
 //! The status: `cancelled` when a person asked for it (a cancel), `error` when the bridge
 //! went away (`[unavailable] <reason>`, which the run API shows as the run's problem).
@@ -83,6 +85,8 @@ impl RunEnder {
             }
             doc = fresh;
         }
+        // The reason is this one, not the generic one the run's end would give them.
+        let n = self.approvals.cancel_run(ns, run_id, reason).await;
         let now = now_ms();
         doc["status"] = status.as_str().into();
         doc["endedAt"] = now.into();
@@ -93,7 +97,6 @@ impl RunEnder {
         self.call(ns, "runs", "update", json!({ "run": doc }))
             .await?;
         self.release_session(ns, agent_id, run_id, status).await?;
-        let n = self.approvals.cancel_run(ns, run_id, reason).await;
         tracing::warn!(
             namespace = ns.as_str(),
             run_id,

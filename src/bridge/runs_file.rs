@@ -3,7 +3,8 @@
 //! `callbackd run` claims its bridge's runs ([`BridgeRuns::claim`]): from then on each run the
 //! bridge starts (a committed `runs.create`/`runs.update` with a status that is not terminal)
 //! is written to `callbackd.runs-<pid>.json` in the data directory, and taken out again when
-//! its end is committed. When the bridge exits, callbackd ends the runs left in it
+//! the store announces its end (`StoreNotice::RunEnded`, [`BridgeRuns::ended`]), whoever
+//! ended it. When the bridge exits, callbackd ends the runs left in it
 //! ([`super::RunEnder`]); if callbackd itself dies (kill -9, the OOM killer), the file stays,
 //! and the next daemon started on that data directory ends them ([`stale`]): the watchdog has
 //! stopped the bridge that ran them.
@@ -68,7 +69,8 @@ impl BridgeRuns {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Notes a committed store call of namespace `ns`: a run started or ended.
+    /// Notes a committed store call of namespace `ns`: a run started (its document has a
+    /// status that is not terminal). Its end is [`ended`](Self::ended).
     pub fn note(&self, ns: &Namespace, call: &StoreCall) {
         let (StoreCall::RunsCreate(doc) | StoreCall::RunsUpdate(doc)) = call else {
             return;
@@ -80,15 +82,25 @@ impl BridgeRuns {
         let Some(status) = status_of(doc) else {
             return;
         };
-        let changed = if status.is_terminal() {
-            claim.runs.remove(&doc.run_id).is_some()
-        } else {
-            claim
-                .runs
-                .insert(doc.run_id.clone(), doc.agent_id.clone())
-                .is_none()
+        if status.is_terminal() {
+            return;
+        }
+        let added = claim
+            .runs
+            .insert(doc.run_id.clone(), doc.agent_id.clone())
+            .is_none();
+        if added {
+            write(claim);
+        }
+    }
+
+    /// Run `run_id` of namespace `ns` ended (the store announced it): out of the file.
+    pub fn ended(&self, ns: &Namespace, run_id: &str) {
+        let mut guard = self.lock();
+        let Some(claim) = guard.as_mut().filter(|c| &c.ns == ns) else {
+            return;
         };
-        if changed {
+        if claim.runs.remove(run_id).is_some() {
             write(claim);
         }
     }
@@ -213,6 +225,12 @@ mod tests {
         runs.note(&ns, &update("r2", "running"));
         runs.note(&Namespace::new("other"), &update("r3", "running"));
         runs.note(&ns, &update("r2", "finished"));
+        assert_eq!(
+            runs.running().len(),
+            2,
+            "an end is the store's notice, not a note"
+        );
+        runs.ended(&ns, "r2");
         let ids: Vec<String> = runs.running().into_iter().map(|(_, r, _)| r).collect();
         assert_eq!(ids, ["r1"]);
         let file = path_for(dir.path(), std::process::id());

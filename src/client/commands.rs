@@ -62,7 +62,7 @@ fn follow_with(args: &FollowArgs, client: &ApiClient) -> anyhow::Result<()> {
         }
     };
     anyhow::ensure!(
-        status == "finished",
+        status == crate::run::RunStatus::Finished.as_str(),
         "run {} ended with status {status}",
         args.run_id
     );

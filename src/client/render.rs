@@ -291,7 +291,11 @@ pub fn line(ev: &Value, style: Style) -> Option<String> {
             }
             (
                 "completed".into(),
-                if status == "finished" { GREEN } else { YELLOW },
+                if status == crate::run::RunStatus::Finished.as_str() {
+                    GREEN
+                } else {
+                    YELLOW
+                },
                 text,
             )
         }

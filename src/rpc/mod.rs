@@ -8,7 +8,7 @@ pub mod store;
 pub(crate) mod tools;
 mod unknown_field;
 
-pub use run_log::{RunEndedHook, RunEventHook};
+pub use run_log::RunEventHook;
 
 use std::sync::Arc;
 
@@ -25,13 +25,9 @@ pub struct RpcState {
     /// Serves the tool RPC's calls.
     pub tool_calls: crate::tool_calls::ToolCalls,
     pub limits: UnaryLimits,
-    /// The held calls, cancelled when their run ends.
-    pub approvals: Option<crate::approvals::Approvals>,
     pub metrics: crate::metrics::Metrics,
     /// The namespaces' quotas, checked before each store write.
     pub quotas: crate::namespaces::quota::QuotaGate,
-    /// Told of each run whose terminal event was committed (the traces, docs/telemetry.md).
-    pub run_ended: Option<run_log::RunEndedHook>,
     /// Told of each committed append, with its event document (the traces build runs'
     /// spans of them as they come).
     pub run_event: Option<run_log::RunEventHook>,

@@ -21,7 +21,6 @@ use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
 use crate::metrics::Metrics;
 use crate::proto::{CallStoreRequest, CallStoreResponse};
-use crate::run::RunStatus;
 use crate::store::{Namespace, StoreCall, StoreOutput};
 
 /// The request as the JSON codec carries it; `input` stays raw JSON text. An unknown field
@@ -99,21 +98,6 @@ impl CallFields for StoreLine<'_> {
     }
 }
 
-/// The run a `runs.update` ends, and its status (a cheap text check first: most updates
-/// are of running runs).
-fn run_ended(call: &StoreCall) -> Option<(String, String)> {
-    let StoreCall::RunsUpdate(doc) = call else {
-        return None;
-    };
-    let text = doc.json.as_str();
-    if !RunStatus::terminal().any(|s| text.contains(s.as_str())) {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    let status = RunStatus::of_doc(&v).filter(|s| s.is_terminal())?;
-    Some((doc.run_id.clone(), status.to_string()))
-}
-
 async fn handle(
     state: &RpcState,
     ns: &Namespace,
@@ -127,7 +111,6 @@ async fn handle(
     let fut = async {
         let admitted = quotas.admit(ns, &mut call, req.body.len()).await?;
         let lifecycle = super::run_log::Lifecycle::of(&call);
-        let ended = run_ended(&call);
         let appended_to = match (&call, &state.run_event) {
             (StoreCall::EventsAppend(e), Some(_)) => Some(e.run_id.clone()),
             _ => None,
@@ -145,22 +128,11 @@ async fn handle(
                 if let Some(call) = run_doc {
                     state.bridge_runs.note(ns, &call);
                 }
+                // A run's end is the store's to announce (`StoreNotice::RunEnded`): the
+                // daemon's listeners cancel its approvals, trace it, count it and take it
+                // out of the runs file (`app::run_ends`).
                 if let Some(lifecycle) = lifecycle {
                     lifecycle.record(ns, &state.metrics);
-                    if let (Some(hook), Some(run_id)) = (&state.run_ended, lifecycle.ended()) {
-                        hook(ns, run_id);
-                    }
-                }
-                if let (Some((run_id, status)), Some(approvals)) = (ended, &state.approvals) {
-                    // The run's pending approvals end with it, now (not at the held call's
-                    // next poll): their calls can no longer run.
-                    let (approvals, ns) = (approvals.clone(), ns.clone());
-                    tokio::spawn(async move {
-                        let reason = format!(
-                            "its run {run_id} ended ({status}) while the approval was pending"
-                        );
-                        approvals.cancel_run(&ns, &run_id, &reason).await;
-                    });
                 }
                 Ok(output)
             }

@@ -3,10 +3,9 @@
 //! import, which used to list the terminal statuses each in their own words.
 //!
 //! A leaf: it knows JSON and nothing of the store, so the store and everything above can use
-//! it. Not here yet (issue 35, item 1, left for later): the mapping of stored events and
-//! callbackd's records to run events (`api/feed.rs`, `telemetry/collect.rs`) and a
-//! `RunEnded` store notice replacing the protocol handler's calls into approvals and
-//! telemetry.
+//! it; the store announces a run's end in it (`StoreNotice::RunEnded`). The mapping of a
+//! run's stored events and callbackd's records to run events reads the store, so it lives
+//! above it, in `crate::account`.
 
 mod status;
 

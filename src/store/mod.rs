@@ -132,6 +132,15 @@ pub enum StoreNotice {
     /// Another daemon on the same database changed approval `id` (decided or cancelled it;
     /// PostgreSQL): the daemon holding its call re-reads it (`approvals::wake`).
     ApprovalChanged { ns: Namespace, id: String },
+    /// This daemon committed the `runs.update` that ended run `run_id`: its document went
+    /// from a status that is not terminal (or none) to `status`, which is. Sent once per
+    /// run's end (a terminal document written again is not a new end); the daemon's
+    /// listeners (`app`) cancel the run's pending approvals, trace it and count it.
+    RunEnded {
+        ns: Namespace,
+        run_id: String,
+        status: crate::run::RunStatus,
+    },
 }
 
 /// A backend for the store substores. Every backend answers every call with the same

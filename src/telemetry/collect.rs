@@ -1,8 +1,7 @@
-//! A run's [`RunTrace`], once its terminal event is stored: the run document (model,
-//! session, turn), its stored events (kept as they were appended, `on_append`, or read back
-//! from the store) mapped by the run API's own
-//! [`RunMapper`] (start, end, status, error, usage, output, tool calls with arguments and
-//! results), callbackd's record of each custom tool call (execution times and outcome)
+//! A run's [`RunTrace`], once its end is stored: the run document (model, session, turn),
+//! its stored events (kept as they were appended, `on_append`, or read back from the store)
+//! mapped by the run's account, the [`RunMapper`] the run API tells runs with (start, end,
+//! status, error, usage, output, tool calls with arguments and results), callbackd's record of each custom tool call (execution times and outcome)
 //! and the approvals of its held calls (who decided, how, when).
 //!
 //! Everything comes from stored records (those kept are the documents the store answered
@@ -15,9 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::spans::{ApprovalTrace, RunTrace, ToolTrace};
-use crate::api::events::{Durable, RunMapper, StoredEvent};
-use crate::api::reader::Reader;
-use crate::api::tool_account::Beside;
+use crate::account::{events_after, run_doc, Beside, Durable, RunMapper, StoredEvent};
 use crate::store::approvals::ApprovalRecord;
 use crate::store::approvals::ApprovalRecords;
 use crate::store::records::{RunRecords, ToolCallRecord};
@@ -42,20 +39,14 @@ pub async fn run_trace(
     ns: &Namespace,
     run_id: &str,
 ) -> Result<Option<RunTrace>, String> {
-    let reader = Reader {
-        store: src.store.as_ref(),
-        records: src.records.as_ref(),
-        ns,
-    };
     let Some(mut b) = Builder::start(src, ns, run_id).await? else {
         return Ok(None);
     };
     let mut after = 0;
     loop {
-        let page = reader
-            .events_after(run_id, after, PAGE)
+        let page = events_after(src.store.as_ref(), ns, run_id, after, PAGE)
             .await
-            .map_err(|p| p.detail)?;
+            .map_err(|e| e.to_string())?;
         let Some(last) = page.last() else { break };
         after = last.seq;
         for ev in &page {
@@ -104,12 +95,10 @@ struct Builder {
 impl Builder {
     /// From the run document and callbackd's tool call records; `None` without the document.
     async fn start(src: &Sources, ns: &Namespace, run_id: &str) -> Result<Option<Self>, String> {
-        let reader = Reader {
-            store: src.store.as_ref(),
-            records: src.records.as_ref(),
-            ns,
-        };
-        let Some(doc) = reader.run(run_id).await.map_err(|p| p.detail)? else {
+        let Some(doc) = run_doc(src.store.as_ref(), ns, run_id)
+            .await
+            .map_err(|e| e.to_string())?
+        else {
             return Ok(None);
         };
         let records = src
@@ -256,7 +245,7 @@ impl Builder {
                     .iter()
                     .rev()
                     .find(|a| a.tool_call_id.as_deref() == Some(id));
-                t.outcome = crate::api::tool_account::outcome_of(r, approval).to_string();
+                t.outcome = crate::account::tool_call::outcome_of(r, approval).to_string();
             }
         }
         for a in approvals {

@@ -5,12 +5,13 @@
 //! ## Traces: design
 //! - **From stored records, as they are stored.** The store RPC hands each committed
 //!   append's event document to [`Traces::run_event`], which keeps the events a trace is
-//!   made of (`on_append`); it also recognises the append of a run's terminal event
-//!   (`finished`, `error`, `cancelled`, `expired`; `rpc::run_log`) and then hands the run id
-//!   to [`Traces::run_ended`]. The trace is built (`collect`) from the kept events through
-//!   the run API's own mapper, the run document, callbackd's records of its custom tool
-//!   calls and the approvals of its held calls; a run not every event of which was seen is
-//!   read back from the store instead. Every start and end time is
+//!   made of (`on_append`). The store announces a run's end (`StoreNotice::RunEnded`, after
+//!   the `runs.update` that gave its document a terminal status), and the daemon's listener
+//!   (`app::run_ends`) hands the run id to [`Traces::run_ended`]. The trace is built
+//!   (`collect`) from the kept events through the run's account (`crate::account`, the
+//!   mapper the run API tells runs with), the run document, callbackd's records of its
+//!   custom tool calls and the approvals of its held calls; a run not every event of which
+//!   was seen is read back from the store instead. Every start and end time is
 //!   a stored one. So runs of any client are traced (every bridge stores through callbackd,
 //!   whoever started the run), and a run that spans a daemon restart still gets its whole
 //!   trace when its terminal event is stored. A run whose terminal event is never stored
@@ -31,8 +32,8 @@
 //!   cannot be sent is dropped and counted (`callbackd_telemetry_spans_dropped_total`),
 //!   with a warning at most once a minute. See [`traces`].
 //!
-//! The layer: above `api` (it reads runs through the run API's reader and mapper), below
-//! `app`, which starts it.
+//! The layer: below `api` and `rpc`, above `account` (the run's account it traces) and
+//! `metrics`; `app` starts it and wires it to the store's run ends.
 
 mod collect;
 mod http;

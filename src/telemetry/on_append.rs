@@ -18,8 +18,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use crate::api::events::StoredEvent;
-use crate::api::reader::stored_event_of;
+use crate::account::{stored_event_of, StoredEvent};
 use crate::store::Namespace;
 
 /// Runs kept at once; the runs beyond are read back at their end.

@@ -12,14 +12,10 @@ use sha2::{Digest, Sha256};
 
 use super::Endpoint;
 use crate::clock::{now_ms, rfc3339_ms};
+use crate::run::RunStatus;
 use crate::store::approvals::ApprovalRecord;
 use crate::store::outbox::{Happening, OutboxEntry};
 use crate::tools::builtin::ask_user;
-
-/// A run status that ends the run.
-fn ended(status: &str) -> bool {
-    matches!(status, "finished" | "error" | "cancelled" | "expired")
-}
 
 /// The rows for `happening`, one per endpoint that wants it.
 pub fn entries(endpoints: &[Endpoint], happening: &Happening<'_>) -> Vec<OutboxEntry> {
@@ -79,10 +75,9 @@ fn event(happening: &Happening<'_>) -> Option<Event> {
             doc,
         } => {
             let doc: Value = serde_json::from_str(doc).ok()?;
-            let status = doc.get("status")?.as_str()?;
-            if !ended(status) {
-                return None;
-            }
+            let status = RunStatus::of_doc(&doc)
+                .filter(|s| s.is_terminal())?
+                .as_str();
             let num = |k: &str| doc.get(k).and_then(Value::as_f64);
             let duration_ms = match (num("startedAt"), num("endedAt")) {
                 (Some(s), Some(e)) if e >= s => json!((e - s) as i64),

@@ -186,11 +186,30 @@ async fn a_metrics_token_equal_to_a_bridge_token_is_a_startup_error() {
     );
 }
 
-/// Runs are counted when the bridge stores their terminal status, by status, with the time
-/// from their start (the `request` event) to their end; tokens from their `usage` events.
+/// Runs are counted when the bridge stores their end (the run document's terminal status,
+/// which the store announces), by status, with the time from their start (the `request`
+/// event) to their end; tokens from their `usage` events. On every backend: each announces a
+/// run's end once.
 #[tokio::test]
 async fn runs_are_counted_by_status_from_the_events_the_bridge_stores() {
-    let app = TestApp::spawn_sqlite().await;
+    let app = TestApp::spawn().await;
+    let a1 = agent("a1", "/ws", 1_780_000_000_000);
+    app.store_ok("agents", "create", json!({ "agent": a1 }))
+        .await;
+    for (turn, run) in [(1, "r1"), (2, "r2")] {
+        let doc = crate::helpers::run("a1", run, turn);
+        app.store_ok("runs", "create", json!({ "run": doc })).await;
+    }
+    let end = |run: &'static str, turn: i64, status: &'static str| {
+        let app = &app;
+        async move {
+            let mut doc = crate::helpers::run("a1", run, turn);
+            doc["status"] = json!(status);
+            app.store_ok("runs", "update", json!({ "run": doc })).await;
+            // Written again (the bridge adds its usage): not a second end.
+            app.store_ok("runs", "update", json!({ "run": doc })).await;
+        }
+    };
     let append = |run: &'static str, message: serde_json::Value| {
         let app = &app;
         async move {
@@ -219,7 +238,9 @@ async fn runs_are_counted_by_status_from_the_events_the_bridge_stores() {
     )
     .await;
     append("r1", json!({"type": "status", "status": "FINISHED"})).await;
+    end("r1", 1, "finished").await;
     append("r2", json!({"type": "status", "status": "ERROR"})).await;
+    end("r2", 2, "error").await;
     let text = scrape(&app, None).await.text();
     let count = |series: &str| sample(&text, series).unwrap_or_else(|| panic!("{series}\n{text}"));
     assert_eq!(

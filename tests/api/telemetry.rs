@@ -135,6 +135,23 @@ async fn start_run(app: &TestApp, run_id: &str, turn: i64) {
     app.store_ok("runs", "create", json!({"run": r})).await;
 }
 
+/// The run ends as the bridge ends it: its terminal `status` event (`event_status`, e.g.
+/// `FINISHED`), then its document's status, the `runs.update` the store announces as the
+/// run's end (`StoreNotice::RunEnded`), which starts the trace.
+async fn end_run(app: &TestApp, run_id: &str, event_status: &str, message: Option<&str>) {
+    let mut event = json!({"type": "status", "status": event_status});
+    if let Some(m) = message {
+        event["message"] = json!(m);
+    }
+    append(app, run_id, event).await;
+    let mut doc = app
+        .store_ok("runs", "get", json!({"agentId": "a1", "runId": run_id}))
+        .await
+        .expect("the run's document");
+    doc["status"] = json!(event_status.to_ascii_lowercase());
+    app.store_ok("runs", "update", json!({"run": doc})).await;
+}
+
 fn tool_event(call_id: &str, status: &str) -> Value {
     let mut m = json!({"type": "tool_call", "call_id": call_id, "name": "mcp", "status": status,
         "args": {"providerIdentifier": "custom-user-tools", "toolName": "deploy", "args": {"env": "prod-secret-env"}}});
@@ -186,7 +203,7 @@ async fn approved_turn(app: &Arc<TestApp>, run_id: &str, call_id: &str) {
         json!({"type": "usage", "usage": {"inputTokens": 20, "outputTokens": 12}}),
     )
     .await;
-    append(app, run_id, json!({"type": "status", "status": "FINISHED"})).await;
+    end_run(app, run_id, "FINISHED", None).await;
 }
 
 fn named<'a>(spans: &'a [(String, Span)], prefix: &str) -> &'a Span {
@@ -368,7 +385,13 @@ async fn a_run_across_a_daemon_restart_is_traced_from_its_stored_start() {
         json!({"type": "usage", "usage": {"inputTokens": 5, "outputTokens": 7}}),
     )
     .await;
-    append(&second, "r1", json!({"type": "status", "status": "ERROR", "message": "[unavailable] the model went away"})).await;
+    end_run(
+        &second,
+        "r1",
+        "ERROR",
+        Some("[unavailable] the model went away"),
+    )
+    .await;
     let spans = sink.wait_for(1).await;
     let agent = named(&spans, "invoke_agent");
     // Millisecond precision of the stored times.

@@ -29,10 +29,16 @@ def test_a_default_level_log_of_a_three_turn_session_is_short(setup_env, tmp_pat
         assert types(read_all(r))[-1] == "completed"
         c.close()
     # The same three runs in /metrics, from what the real bridge stored: by status, with their
-    # durations, tokens and tool calls.
-    c, r = s.api.open("GET", "/metrics")
-    metrics = r.read().decode()
-    c.close()
+    # durations, tokens and tool calls. A run is counted when its document ends (the store's
+    # RunEnded), which the bridge writes a moment after the `completed` the stream ends on.
+    deadline = time.monotonic() + 10
+    while True:
+        c, r = s.api.open("GET", "/metrics")
+        metrics = r.read().decode()
+        c.close()
+        if 'status="finished"} 3\n' in metrics or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert 'callbackd_runs_total{namespace="default",status="finished"} 3\n' in metrics, metrics
     assert 'callbackd_run_duration_seconds_count{namespace="default"} 3\n' in metrics, metrics
     assert 'callbackd_tool_calls_total{namespace="default",tool="echo",outcome="ok"} 2\n' in metrics, metrics

@@ -20,8 +20,9 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use super::super::events::Durable;
 use super::event::AgUiEvent;
+use crate::account::Durable;
+use crate::run::RunStatus;
 
 /// The AG-UI side of one AG-UI run over a Cursor run.
 #[derive(Debug, Clone, Default)]
@@ -152,13 +153,13 @@ impl AgUiMapper {
                 if !usage.is_null() {
                     self.usage = Some(usage);
                 }
-                let last = match status.as_str() {
-                    "finished" => self.finished(
+                let last = match RunStatus::parse(&status) {
+                    Some(RunStatus::Finished) => self.finished(
                         json!({"type": "success"}),
                         output.map(|o| json!({ "output": o })),
                     ),
-                    "cancelled" => self.finished(json!({"type": "cancelled"}), None),
-                    other => self.error(format!("the run ended {other}"), other.to_string()),
+                    Some(RunStatus::Cancelled) => self.finished(json!({"type": "cancelled"}), None),
+                    _ => self.error(format!("the run ended {status}"), status),
                 };
                 return Mapped::End(vec![last]);
             }

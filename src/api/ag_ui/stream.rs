@@ -23,6 +23,7 @@ use super::super::ApiState;
 use super::event::{AgUiEvent, PROTOCOL_VERSION};
 use super::held::Stopped;
 use super::mapper::{AgUiMapper, Mapped};
+use crate::run::RunStatus;
 use crate::store::Namespace;
 
 /// The fallback re-read when no notification came.
@@ -222,11 +223,17 @@ async fn run_one(state: &ApiState, plan: Plan, out: &Out) -> Result<(), Stop> {
                     .await
                     .unwrap_or_default();
                 if stored.is_empty() {
-                    let status = doc.get("status").and_then(Value::as_str).unwrap_or("");
-                    let last = match status.to_ascii_lowercase().as_str() {
-                        "finished" => mapper.finished(json!({"type": "success"}), None),
-                        "cancelled" => mapper.finished(json!({"type": "cancelled"}), None),
-                        other => mapper.error(format!("the run ended {other}"), other.into()),
+                    let last = match RunStatus::of_doc(&doc) {
+                        Some(RunStatus::Finished) => {
+                            mapper.finished(json!({"type": "success"}), None)
+                        }
+                        Some(RunStatus::Cancelled) => {
+                            mapper.finished(json!({"type": "cancelled"}), None)
+                        }
+                        status => {
+                            let status = status.map_or("", RunStatus::as_str);
+                            mapper.error(format!("the run ended {status}"), status.into())
+                        }
                     };
                     return out.send(&[last]).await;
                 }

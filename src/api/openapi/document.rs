@@ -6,7 +6,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 
 use super::{Answer, Route, ROUTES};
-use crate::api::events::{Control, Durable};
+use crate::account::Durable;
+use crate::api::control::Control;
 use crate::api::problem::Problem;
 
 /// `StreamEvent`: every durable and control event, a `oneOf` discriminated by `type`, each

@@ -28,8 +28,7 @@ use tokio_postgres::NoTls;
 
 use super::sql;
 use super::{
-    BoxFuture, EventAppended, Listener, Namespace, Notices, Store, StoreCall, StoreError,
-    StoreNotice, StoreOutput,
+    BoxFuture, Listener, Namespace, Notices, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
 };
 use crate::secret::Secret;
 use db::Db;
@@ -391,7 +390,7 @@ impl Inner {
         &self,
         ns: &Namespace,
         call: &StoreCall,
-    ) -> Result<(StoreOutput, Option<EventAppended>), Fail> {
+    ) -> Result<(StoreOutput, Option<StoreNotice>), Fail> {
         if !call.is_write() {
             let client = self.pool.get().await?;
             let db = Db::client(&client, self.prepared);
@@ -401,7 +400,7 @@ impl Inner {
         let tx = client.transaction().await?;
         let db = Db::tx(&tx, self.prepared);
         let (output, notice) = sql::call::write(&db, ns, call, self.events.outbox()).await?;
-        if let Some(notice) = &notice {
+        if let Some(StoreNotice::Appended(notice)) = &notice {
             // Once per appending transaction, ids only; delivered at commit.
             let payload = listen::payload(&self.instance, &self.schema, notice);
             db.execute(
@@ -430,11 +429,14 @@ impl Store for PgStore {
         self.spawn(async move {
             let (output, notice) = match call {
                 // One statement, grouped with concurrent appends (see `group`).
-                StoreCall::EventsAppend(ev) => inner.append(ns, ev).await?,
+                StoreCall::EventsAppend(ev) => {
+                    let (output, appended) = inner.append(ns, ev).await?;
+                    (output, appended.map(StoreNotice::Appended))
+                }
                 call => inner.retrying(|| inner.call_once(&ns, &call)).await?,
             };
             if let Some(notice) = notice {
-                inner.events.send(StoreNotice::Appended(notice));
+                inner.events.send(notice);
             }
             Ok(output)
         })

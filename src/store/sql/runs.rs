@@ -34,6 +34,25 @@ pub async fn create<X: Exec>(x: &X, ns: &str, doc: &RunDoc) -> Result<StoreOutpu
     Ok(Some(doc.json.as_str().to_string()))
 }
 
+/// The document of run `run_id` of agent `agent_id`, read in a write's transaction with its
+/// row locked (PostgreSQL `FOR UPDATE`; SQLite writes one at a time anyway): two writers
+/// ending the run at once see each other, so only the first is its end.
+pub async fn get_locked<X: Exec>(
+    x: &X,
+    ns: &str,
+    agent_id: &str,
+    run_id: &str,
+) -> Result<Option<String>, X::Error> {
+    let select = sql!("SELECT doc FROM runs WHERE ns = ?1 AND agent_id = ?2 AND run_id = ?3");
+    let sql = format!("{}{}", select.get(X::DIALECT), X::DIALECT.for_update());
+    x.first(
+        &sql,
+        &[Value::Text(ns), Value::Text(agent_id), Value::Text(run_id)],
+        |r| Ok(r.text(0)?.to_string()),
+    )
+    .await
+}
+
 pub async fn update<X: Exec>(x: &X, ns: &str, doc: &RunDoc) -> Result<StoreOutput, X::Error> {
     let sql = sql!(
         "UPDATE runs SET turn_number = ?4, doc = ?5 WHERE ns = ?1 AND agent_id = ?2 AND run_id = ?3"

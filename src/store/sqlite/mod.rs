@@ -30,8 +30,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::sql;
 use super::{
-    BoxFuture, EventAppended, Listener, Namespace, Notices, Store, StoreCall, StoreError,
-    StoreNotice, StoreOutput,
+    BoxFuture, Listener, Namespace, Notices, Store, StoreCall, StoreError, StoreNotice, StoreOutput,
 };
 pub(crate) use exec::Conn;
 use writer::{Job, Writer};
@@ -362,7 +361,8 @@ struct CallJob {
     ns: Namespace,
     call: Option<StoreCall>,
     output: Option<StoreOutput>,
-    notice: Option<EventAppended>,
+    /// What the write announces once committed (an append, a run's end).
+    notice: Option<StoreNotice>,
     reply: Option<oneshot::Sender<Result<StoreOutput, StoreError>>>,
     events: Arc<Notices>,
 }
@@ -388,7 +388,7 @@ impl Job for CallJob {
         let result = committed.map(|()| self.output.take().flatten());
         if result.is_ok() {
             if let Some(notice) = self.notice.take() {
-                self.events.send(StoreNotice::Appended(notice));
+                self.events.send(notice);
             }
         }
         if let Some(reply) = self.reply.take() {

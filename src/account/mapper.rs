@@ -1,203 +1,18 @@
-//! The typed stream events (run-api.md §2) and how each durable one is built from a stored
-//! `sdk_message` event. [`RunMapper`] is a pure function of the run's stored events (fed
-//! from seq 1, in order), its run document and callbackd's own records beside them, so a
-//! replay sends exactly the bytes the live stream sent.
+//! [`RunMapper`]: how each durable stream event is built from a stored `sdk_message` event.
+//! A pure function of the run's stored events (fed from seq 1, in order), its run document
+//! and callbackd's own records beside them ([`Beside`]), so a replay gives exactly what the
+//! live stream gave.
 
 use std::collections::HashMap;
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use super::control::{Control, QuestionView};
-pub use super::problem::run_problem;
-use super::problem::Problem;
-use super::tool_account::{self, Beside, Decision, QuestionRecord, ToolCall};
+use super::durable::{Durable, FULL_VALUE_BYTES};
+use super::problem::run_problem;
+use super::stored::StoredEvent;
+use super::tool_call::{self, Beside, ToolCall};
 use crate::clock::rfc3339_ms;
-
-/// One stored run event, as read from the store.
-#[derive(Debug, Clone)]
-pub struct StoredEvent {
-    pub seq: u64,
-    pub created_at_ms: i64,
-    pub payload: Value,
-}
-
-/// The stream event types of a durable event, and their fields.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Durable {
-    RunStarted {
-        #[schemars(with = "super::schema::AgentRef")]
-        agent: Value,
-        session_id: String,
-        release_id: Option<String>,
-        /// The user message of the turn; `null` when callbackd has none recorded (a run
-        /// started by another client than the run API).
-        input: Option<RunInput>,
-    },
-    Step {
-        index: u32,
-        kind: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        status: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        text: Option<String>,
-    },
-    MessageSnapshot {
-        message_id: String,
-        text: String,
-        delta: u32,
-        attempt: u32,
-    },
-    ToolStarted {
-        tool_call_id: String,
-        tool: String,
-        /// The call's arguments (JSON); over [`FULL_VALUE_BYTES`] of JSON text, a string of
-        /// its first bytes and `truncated: true`.
-        arguments: Value,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        truncated: bool,
-    },
-    /// The agent's plan (the built-in `update_plan` tool's call): every item, replacing the
-    /// previous plan. It stands for that call's `tool_started`.
-    Plan {
-        tool_call_id: String,
-        #[schemars(with = "Vec<super::schema::PlanItem>")]
-        items: Vec<Value>,
-    },
-    /// How a tool call ended, as every view tells it (see [`ToolCall`]). A call still open
-    /// when its run ended gets one (`cancelled`) just before the run's terminal event, with
-    /// that event's seq.
-    ToolCompleted {
-        tool_call_id: String,
-        tool: String,
-        outcome: &'static str,
-        duration_ms: Option<i64>,
-        /// A call held for approval: the wait for the person (not in `duration_ms`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        waited_ms: Option<i64>,
-        /// What the tool ran with (the approved arguments, edited or not); over
-        /// [`FULL_VALUE_BYTES`] of JSON text, a string of its first bytes and
-        /// `truncated: true`, like `result`.
-        #[schemars(with = "Option<super::schema::Object>")]
-        arguments: Value,
-        /// What the model asked, present only when a person changed it.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        #[schemars(with = "Option<super::schema::Object>")]
-        requested_arguments: Option<Value>,
-        /// What the tool returned, its own JSON (a custom tool's as callbackd recorded it,
-        /// a built-in's as the bridge stored it); over [`FULL_VALUE_BYTES`] of JSON text, a
-        /// string of its first bytes and `truncated: true`
-        /// (`GET /v1/runs/{run_id}/tool_calls/{tool_call_id}` has it whole).
-        result: Value,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        truncated: bool,
-        /// A held call: the decision on it (who, when, how, why).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        decision: Option<Box<Decision>>,
-        /// An `ask_user` call: the question and the answer.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        question: Option<Box<QuestionRecord>>,
-    },
-    ToolOutcomeUnknown {
-        tool_call_id: String,
-        tool: String,
-        reason: String,
-    },
-    Task {
-        #[schemars(with = "Option<super::schema::Scalar>")]
-        task_id: Value,
-        #[schemars(with = "Option<String>")]
-        title: Value,
-        #[schemars(with = "Option<super::schema::Scalar>")]
-        status: Value,
-        #[schemars(with = "Option<super::schema::Scalar>")]
-        progress: Value,
-    },
-    Usage {
-        #[schemars(with = "Option<super::schema::Usage>")]
-        usage: Value,
-    },
-    Completed {
-        #[schemars(with = "Option<super::schema::Usage>")]
-        usage: Value,
-        status: String,
-        output: Option<String>,
-    },
-    Error {
-        status: &'static str,
-        problem: Problem,
-        #[schemars(with = "Option<super::schema::Usage>")]
-        usage: Value,
-    },
-    SdkMessage {
-        #[schemars(with = "super::schema::Object")]
-        message: Value,
-    },
-}
-
-impl Durable {
-    /// `completed` and `error` end a run's stream.
-    pub fn is_terminal(&self) -> bool {
-        matches!(self, Durable::Completed { .. } | Durable::Error { .. })
-    }
-}
-
-/// What a run was asked: the user message that started it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct RunInput {
-    pub text: String,
-    /// Present (and `true`) when `text` was cut short: runs lists show the first
-    /// [`RunInput::LISTED_CHARS`] characters; `GET /v1/runs/{run_id}` has it whole.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub truncated: bool,
-}
-
-impl RunInput {
-    /// Characters of the input a runs list shows.
-    pub const LISTED_CHARS: usize = 200;
-
-    pub fn whole(text: String) -> RunInput {
-        RunInput {
-            text,
-            truncated: false,
-        }
-    }
-
-    /// The input as a list shows it: its first [`Self::LISTED_CHARS`] characters.
-    pub fn listed(text: &str) -> RunInput {
-        match text.char_indices().nth(Self::LISTED_CHARS) {
-            None => RunInput::whole(text.to_string()),
-            Some((end, _)) => RunInput {
-                text: text[..end].to_string(),
-                truncated: true,
-            },
-        }
-    }
-}
-
-/// The `data:` JSON of a stream event: `type`, `seq`, `run_id`, `at`, then its fields.
-pub fn event_json(event: &impl Serialize, seq: u64, run_id: &str, at_ms: i64) -> String {
-    let Ok(Value::Object(mut fields)) = serde_json::to_value(event) else {
-        return "{}".into();
-    };
-    let kind = fields.remove("type").unwrap_or(Value::Null);
-    let mut out = format!(
-        "{{\"type\":{kind},\"seq\":{seq},\"run_id\":{},\"at\":\"{}\"",
-        Value::from(run_id),
-        rfc3339_ms(at_ms)
-    );
-    // The rest in key order (serde_json's map is sorted): the same bytes every time.
-    for (k, v) in fields {
-        out.push(',');
-        out.push_str(&Value::from(k).to_string());
-        out.push(':');
-        out.push_str(&v.to_string());
-    }
-    out.push('}');
-    out
-}
+use crate::run::RunStatus;
 
 /// Builds a run's durable stream events from its stored events, in seq order.
 pub struct RunMapper {
@@ -274,7 +89,7 @@ impl RunMapper {
         open.sort_by_key(|(_, (i, _))| *i);
         for (_, (i, _)) in open {
             let call = &mut self.calls[i];
-            if let Some(reason) = tool_account::close_cut_off(call, &self.beside, at_ms) {
+            if let Some(reason) = tool_call::close_cut_off(call, &self.beside, at_ms) {
                 self.closed.push(Durable::ToolOutcomeUnknown {
                     tool_call_id: call.tool_call_id.clone(),
                     tool: call.tool.clone(),
@@ -291,7 +106,7 @@ impl RunMapper {
                 .beside
                 .approval(&call.tool_call_id)
                 .filter(|a| a.state != "pending" && a.decided_at_ms.is_some_and(|d| d <= at_ms));
-            let (decision, question) = tool_account::decision_and_question(approval, &call.tool);
+            let (decision, question) = tool_call::decision_and_question(approval, &call.tool);
             call.decision = decision.clone();
             call.question = question.clone();
             let (arguments, truncated) = capped(call.arguments.clone());
@@ -316,6 +131,25 @@ impl RunMapper {
         !self.open.is_empty()
     }
 
+    /// Whether mapping stored event `ev` (the run's next) tells how a call ended, which
+    /// callbackd's records say (final before the bridge stores it): a tool call's
+    /// completion, or the run's end while a call is open (it closes them with what their
+    /// approvals say by then). Then [`Beside`] must be read again before
+    /// [`map`](Self::map) (`RunSources::map` does).
+    pub fn needs_records(&self, ev: &StoredEvent) -> bool {
+        let message = ev.payload.get("message");
+        let kind = message.and_then(|m| m.get("type")).and_then(Value::as_str);
+        let status = message
+            .and_then(|m| m.get("status"))
+            .and_then(Value::as_str);
+        let closes = kind == Some("status")
+            && status
+                .and_then(RunStatus::parse_event)
+                .is_some_and(RunStatus::is_terminal)
+            && self.has_open();
+        (kind == Some("tool_call") && status != Some("running")) || closes
+    }
+
     fn map_one(&mut self, ev: &StoredEvent) -> Durable {
         let message = ev.payload.get("message");
         let sdk = ev.payload.get("type").and_then(Value::as_str) == Some("sdk_message");
@@ -335,16 +169,16 @@ impl RunMapper {
             },
             "status" => {
                 let status = str_of("status").unwrap_or_default();
-                match status.as_str() {
-                    "FINISHED" | "CANCELLED" | "EXPIRED" => Durable::Completed {
-                        usage: self.usage.clone(),
-                        status: status.to_ascii_lowercase(),
-                        output: self.last_text.clone(),
-                    },
-                    "ERROR" => Durable::Error {
-                        status: "error",
+                match RunStatus::parse_event(&status) {
+                    Some(RunStatus::Error) => Durable::Error {
+                        status: RunStatus::Error.as_str(),
                         problem: run_problem(message.get("message").and_then(Value::as_str)),
                         usage: self.usage.clone(),
+                    },
+                    Some(end) if end.is_terminal() => Durable::Completed {
+                        usage: self.usage.clone(),
+                        status: end.as_str().to_string(),
+                        output: self.last_text.clone(),
                     },
                     _ => {
                         self.step_index += 1;
@@ -470,7 +304,7 @@ impl RunMapper {
         // bridge stores the completion; a call held for approval starts when approved), else
         // the time between the stored `running` and completion events.
         let waited_ms = record.and_then(|r| r.waited_ms);
-        let duration_ms = match record.and_then(tool_account::executed_ms) {
+        let duration_ms = match record.and_then(tool_call::executed_ms) {
             Some(executed) => executed,
             None => started.map(|s| (at_ms - s).max(0)),
         };
@@ -484,16 +318,16 @@ impl RunMapper {
                 == Some(true);
         // How it ended: callbackd's record of a custom tool's call, else the bridge's word.
         let outcome = match record {
-            Some(r) if r.ended_at_ms.is_some() => tool_account::outcome_of(r, approval),
+            Some(r) if r.ended_at_ms.is_some() => tool_call::outcome_of(r, approval),
             _ if failed => "error",
             _ => "ok",
         };
         let (arguments, requested_arguments) =
-            tool_account::arguments_of(requested, record, approval, &tool);
+            tool_call::arguments_of(requested, record, approval, &tool);
         let result = record
             .and_then(|r| r.result.clone())
             .unwrap_or_else(|| raw.clone());
-        let (decision, question) = tool_account::decision_and_question(approval, &tool);
+        let (decision, question) = tool_call::decision_and_question(approval, &tool);
         let call = ToolCall {
             tool_call_id: call_id.clone(),
             tool: tool.clone(),
@@ -517,7 +351,7 @@ impl RunMapper {
             return Durable::ToolOutcomeUnknown {
                 tool_call_id: call_id,
                 tool,
-                reason: tool_account::cut_off_reason(r),
+                reason: tool_call::cut_off_reason(r),
             };
         }
         let (arguments, args_cut) = capped(arguments);
@@ -538,9 +372,6 @@ impl RunMapper {
         }
     }
 }
-
-/// Bytes of JSON text of a tool call's arguments or result that a stream event carries.
-pub const FULL_VALUE_BYTES: usize = 64 * 1024;
 
 /// A tool call's arguments in its stored `tool_call` message: a custom tool's (`mcp`) are
 /// `args.args`, a built-in's are `args`.
@@ -584,5 +415,5 @@ fn assistant_text(message: Option<&Value>) -> String {
 }
 
 #[cfg(test)]
-#[path = "events_tests.rs"]
+#[path = "mapper_tests.rs"]
 mod tests;

@@ -1,7 +1,8 @@
 //! The mapping of stored events to stream events, event by event.
 
 use super::*;
-use crate::api::problem::ProblemCode;
+use crate::account::durable::event_json;
+use crate::account::problem::ProblemCode;
 
 fn ev(seq: u64, message: &Value) -> StoredEvent {
     StoredEvent {
