@@ -29,6 +29,8 @@ pub struct RunMapper {
     beside: Beside,
     /// The `tool_completed` of the calls the last mapped event (a terminal one) closed.
     closed: Vec<Durable>,
+    /// The run's terminal event was mapped: its end closed every open call.
+    ended: bool,
 }
 
 impl RunMapper {
@@ -53,6 +55,7 @@ impl RunMapper {
             open: HashMap::new(),
             beside,
             closed: Vec::new(),
+            ended: false,
         }
     }
 
@@ -78,6 +81,7 @@ impl RunMapper {
         let event = self.map_one(ev);
         if event.is_terminal() {
             self.close_open(ev.created_at_ms);
+            self.ended = true;
         }
         event
     }
@@ -345,6 +349,10 @@ impl RunMapper {
         };
         match index {
             Some(i) => self.calls[i] = call,
+            // The bridge stored a completion after the run's end (a held call the cancel
+            // answered): the end closed that call already, and the stream, which ends with
+            // the run, never tells this one; neither does the run state, as a second call.
+            None if self.ended => {}
             None => self.calls.push(call),
         }
         if let Some(r) = record.filter(|r| r.cut_off && failed) {

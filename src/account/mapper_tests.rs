@@ -124,6 +124,18 @@ fn a_call_open_when_its_run_ends_is_closed_cancelled_before_the_end() {
 }
 
 #[test]
+fn a_completion_stored_after_the_run_ended_is_not_a_second_call() {
+    // Seen with the real bridge: a held call answered by the run's cancel has its completion
+    // stored after the CANCELLED status.
+    let mut m = RunMapper::new(&json!({"agentId": "a1"}), Beside::default());
+    m.map(&ev(1, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "running", "args": {"toolName": "deploy", "args": {}}})));
+    m.map(&ev(2, &json!({"type": "status", "status": "CANCELLED"})));
+    m.map(&ev(3, &json!({"type": "tool_call", "call_id": "c1", "name": "mcp", "status": "completed", "result": {"status": "success"}})));
+    assert_eq!(m.calls().len(), 1, "{:?}", m.calls());
+    assert_eq!(m.calls()[0].outcome, "cancelled");
+}
+
+#[test]
 fn a_call_cut_off_before_its_run_ended_is_unknown_not_cancelled() {
     use crate::store::records::{ToolCallRecord, ToolOutcome};
     // The daemon was killed while the call ran; the next one recorded it interrupted (at
