@@ -1424,6 +1424,40 @@ fn prune_dry_run_changes_nothing_and_prune_gives_the_space_back() {
     assert!(text.contains("bytes (file and WAL)"), "{text}");
 }
 
+/// `prune` removes the webhooks' settled deliveries of the same age too (the daemon's worker
+/// does it hourly; a database pruned by hand must not keep an outbox its runs no longer
+/// have), and never one still pending.
+#[test]
+fn prune_removes_settled_webhook_deliveries_and_keeps_pending_ones() {
+    let world = World::new();
+    let db = world.cwd.join("callbackd.db");
+    database_with_finished_runs(&db, 1, 2);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for (id, state) in [("d1", "delivered"), ("d2", "failed"), ("d3", "pending")] {
+        conn.execute(
+            "INSERT INTO webhook_outbox (id, url, ns, type, body, created_at, state, next_at) \
+             VALUES (?1, 'http://127.0.0.1:9/h', 'default', 'run.ended', '{}', 1000, ?2, 0)",
+            (id, state),
+        )
+        .unwrap();
+    }
+    let out = world.run(&["prune", "--db", db.to_str().unwrap(), "--older-than", "0s"]);
+    let text = text(&out.stdout);
+    assert!(out.status.success(), "{}", self::text(&out.stderr));
+    assert!(
+        text.contains("removed 2 settled webhook deliveries"),
+        "{text}"
+    );
+    let left: Vec<String> = conn
+        .prepare("SELECT id FROM webhook_outbox")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(left, ["d3"]);
+}
+
 /// Issue 24: on a terminal, without `--yes`, prune shows what it would remove and asks;
 /// anything but yes removes nothing (and says so, non-zero), yes removes it.
 #[test]

@@ -65,6 +65,7 @@ pub fn run(config: &ConfigArgs, opts: &PruneOptions) -> anyhow::Result<()> {
             .open()
             .await
             .with_context(|| format!("opening {}", backend.describe()))?;
+        let outbox = store.clone().outbox_records();
         let records = store.run_records();
         if opts.dry_run || ask {
             let p = records.prune_preview(ended_before_ms).await?;
@@ -95,11 +96,19 @@ pub fn run(config: &ConfigArgs, opts: &PruneOptions) -> anyhow::Result<()> {
         }
         let report =
             callbackd::api::retention::prune(&*records, age, config.retention.batch_runs).await?;
-        Ok(Some(report))
+        // The webhooks' settled deliveries go by the same age (the daemon's worker does the
+        // same hourly): a database pruned by hand keeps no outbox the runs no longer have.
+        let deliveries = outbox.prune_deliveries(ended_before_ms).await?;
+        Ok(Some((report, deliveries)))
     })??;
-    let Some(report) = report else {
+    let Some((report, deliveries)) = report else {
         return Ok(());
     };
+    if deliveries > 0 {
+        println!(
+            "removed {deliveries} settled webhook deliveries created more than {older_than} ago"
+        );
+    }
     match (&file, before) {
         (Some(path), Some(before)) => {
             if let Err(e) = callbackd::store::sqlite::files::truncate_wal(path) {
