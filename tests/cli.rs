@@ -465,7 +465,7 @@ const NS_TABLES: [&str; 13] = [
 /// call, a snapshot note, an approval with its webhook delivery and a fork record) and a finished run `old` whose events were pruned.
 fn fill(db: &Path, namespaces: &[(&str, &str)]) {
     use callbackd::store::approvals::ApprovalRecord;
-    use callbackd::store::records::ToolCallStart;
+    use callbackd::store::records::{ToolCallStart, ToolOutcome};
     use callbackd::store::sqlite::{SqliteOptions, SqliteStore};
     use callbackd::{Namespace, Store, StoreCall};
     use serde_json::json;
@@ -535,7 +535,16 @@ fn fill(db: &Path, namespaces: &[(&str, &str)]) {
                 tool: "echo".into(),
                 started_at_ms: 5,
             };
-            records.tool_call_started(&ns, start, false).await.unwrap();
+            // Held, approved with edited arguments, ended with its own result: every column
+            // of the call's one account is filled, so a copy that drops one is seen.
+            let id = records.tool_call_started(&ns, start, true).await.unwrap();
+            let edited = serde_json::json!({"text": format!("edited by {tag}")});
+            records.tool_call_resumed(id, Some(edited)).await.unwrap();
+            let result = serde_json::json!({"echo": format!("result of {tag}")});
+            records
+                .tool_call_ended(id, ToolOutcome::Ok, false, 9, Some(result))
+                .await
+                .unwrap();
             records.snapshot_delta(&ns, "r1", 1, Some(3)).await.unwrap();
             let input = format!("prompt of {tag}");
             records.set_run_input(&ns, "r1", &input).await.unwrap();

@@ -115,6 +115,12 @@ pub enum Row {
         ended_at: Option<i64>,
         outcome: String,
         cut_off: bool,
+        /// Held for approval: the wait for the person (ms).
+        waited_ms: Option<i64>,
+        /// What the tool ran with when a person changed it (JSON text).
+        arguments: Option<String>,
+        /// What the tool returned, its own JSON (text).
+        result: Option<String>,
     },
     EventMeta {
         ns: String,

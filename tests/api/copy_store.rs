@@ -24,7 +24,9 @@ fn dump(db: &Path) -> Vec<String> {
         "SELECT ns || '|' || agent_id || '|' || key || '|' || value || '|' || updated_at FROM memory_notes ORDER BY 1",
         "SELECT id || '|' || ns || '|' || agent_id || '|' || coalesce(run_id, '<null>') || '|' || \
          coalesce(tool_call_id, '<null>') || '|' || tool || '|' || started_at || '|' || \
-         coalesce(ended_at, '<null>') || '|' || outcome || '|' || cut_off FROM tool_calls ORDER BY id",
+         coalesce(ended_at, '<null>') || '|' || outcome || '|' || cut_off || '|' || \
+         coalesce(waited_ms, '<null>') || '|' || coalesce(arguments, '<null>') || '|' || \
+         coalesce(result, '<null>') FROM tool_calls ORDER BY id",
         "SELECT ns || '|' || run_id || '|' || seq || '|' || delta FROM event_meta ORDER BY 1",
         "SELECT ns || '|' || run_id || '|' || expired_through || '|' || pruned_at FROM run_expiry ORDER BY 1",
         "SELECT id || '|' || ns || '|' || agent_id || '|' || coalesce(run_id, '<null>') || '|' || tool || '|' || \
@@ -148,10 +150,17 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
                     tool: "echo".into(),
                     started_at_ms: 1_780_000_000_000 + i,
                 },
-                false,
+                i == 0,
             )
             .await
             .unwrap();
+        if i == 0 {
+            // Held, then approved with edited arguments: the wait and what ran go along.
+            records
+                .tool_call_resumed(id, Some(serde_json::json!({"text": "edited"})))
+                .await
+                .unwrap();
+        }
         if i < 2 {
             records
                 .tool_call_ended(
@@ -159,7 +168,7 @@ async fn a_round_trip_through_the_other_backend_gives_back_every_byte() {
                     callbackd::store::records::ToolOutcome::Ok,
                     i == 1,
                     1_780_000_000_500,
-                    None,
+                    (i == 0).then(|| serde_json::json!({"echo": "edited"})),
                 )
                 .await
                 .unwrap();

@@ -26,7 +26,8 @@ pub fn columns(table: Table) -> (&'static str, &'static str) {
         ),
         Table::MemoryNotes => ("ns, agent_id, key, value, updated_at", "ns, agent_id, key"),
         Table::ToolCalls => (
-            "id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off",
+            "id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off, \
+             waited_ms, arguments, result",
             "id",
         ),
         Table::EventMeta => ("ns, run_id, seq, delta", "ns, run_id, seq"),
@@ -157,6 +158,9 @@ fn row(table: Table, r: &dyn super::Row) -> Result<Result<Row, TransferError>, S
             ended_at: r.opt_int(7)?,
             outcome: s(8)?,
             cut_off: r.bool(9)?,
+            waited_ms: r.opt_int(10)?,
+            arguments: o(11)?,
+            result: o(12)?,
         },
         Table::EventMeta => Row::EventMeta {
             ns: s(0)?,
@@ -254,9 +258,9 @@ pub async fn write<X: Exec>(x: &X, rows: &[Row]) -> Result<(), X::Error> {
                 sql!("INSERT INTO memory_notes (ns, agent_id, key, value, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)"),
                 vec![Text(ns), Text(agent_id), Text(key), Text(value), Int(*updated_at)],
             ),
-            Row::ToolCall { id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off } => (
-                sql!("INSERT INTO tool_calls (id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
-                vec![Int(*id), Text(ns), Text(agent_id), OptText(run_id.as_deref()), OptText(tool_call_id.as_deref()), Text(tool), Int(*started_at), OptInt(*ended_at), Text(outcome), Bool(*cut_off)],
+            Row::ToolCall { id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off, waited_ms, arguments, result } => (
+                sql!("INSERT INTO tool_calls (id, ns, agent_id, run_id, tool_call_id, tool, started_at, ended_at, outcome, cut_off, waited_ms, arguments, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"),
+                vec![Int(*id), Text(ns), Text(agent_id), OptText(run_id.as_deref()), OptText(tool_call_id.as_deref()), Text(tool), Int(*started_at), OptInt(*ended_at), Text(outcome), Bool(*cut_off), OptInt(*waited_ms), OptText(arguments.as_deref()), OptText(result.as_deref())],
             ),
             Row::EventMeta { ns, run_id, seq, delta } => (
                 sql!("INSERT INTO event_meta (ns, run_id, seq, delta) VALUES (?1, ?2, ?3, ?4)"),
