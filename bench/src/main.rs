@@ -152,6 +152,10 @@ struct Opts {
     /// capacity: the sweep stops at this many bridges.
     #[arg(long, default_value_t = 1024)]
     capacity_max_bridges: usize,
+    /// burst: followers of the baseline burst that the RSS per stream is measured against
+    /// (1: the run's shared feed, which exists once anybody follows, is in both).
+    #[arg(long, default_value_t = 1)]
+    burst_baseline_followers: usize,
     /// namespaces: `[[namespaces]]` in the config of the second daemon.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     namespaces: u64,
@@ -502,9 +506,13 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                             namespaces: 0,
                             quotas: false,
                         };
-                        let alone =
-                            workloads::burst::run(&setup, 0, events, opts.burst_event_bytes)
-                                .await?;
+                        let alone = workloads::burst::run(
+                            &setup,
+                            opts.burst_baseline_followers,
+                            events,
+                            opts.burst_event_bytes,
+                        )
+                        .await?;
                         let tag = format!("{tag}f");
                         let setup = workloads::namespaces::Setup { tag: &tag, ..setup };
                         let f = workloads::burst::run(

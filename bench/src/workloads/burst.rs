@@ -3,10 +3,12 @@
 //! Reports the latency from each append's acknowledgement to its delivery to each follower
 //! (p50/p99) and the daemon's RSS per open stream during the burst.
 //!
-//! RSS per stream: each round also runs the same burst on a fresh daemon with no follower;
-//! the daemon's RSS read halfway through the burst (after half the appends were answered),
-//! with followers minus without, over the followers, is what the open streams hold while
-//! the burst goes on (the store's and the feed's growth are in both and cancel out).
+//! RSS per stream: each round first runs the same burst on a fresh daemon with a baseline
+//! number of followers (`--burst-baseline-followers`, 1 by default: the run's shared feed
+//! exists once anybody follows, so it is in both); the daemon's RSS read halfway through
+//! the burst (after half the appends were answered), with the followers minus with the
+//! baseline, over the difference in followers, is what each further open stream holds while
+//! the burst goes on (the store's growth, and with 1 the feed's, are in both and cancel).
 //!
 //! Each round starts a fresh daemon of each binary given (`--bin`, and `--burst-old-bin`
 //! for the one to compare with), alternating them, so both see the same machine load.
@@ -148,7 +150,7 @@ pub fn print(rows: &[(BurstFigures, BurstFigures)]) {
     println!();
     println!("burst: 1 run, one writer appending back to back, a fresh daemon per burst");
     println!(
-        "| binary | followers × events | p50 | p99 | KiB per stream mid-burst (with − without) | RSS mid-burst with / without | whole-daemon growth per stream (peak) | appends/s | alone | wrong |"
+        "| binary | followers × events | p50 | p99 | KiB per stream mid-burst (with − baseline) | RSS mid-burst with / baseline | whole-daemon growth per stream (peak) | appends/s | baseline appends/s | wrong |"
     );
     println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for (r, alone) in rows {
@@ -170,8 +172,9 @@ pub fn print(rows: &[(BurstFigures, BurstFigures)]) {
     }
 }
 
-/// KiB of daemon RSS per open stream halfway through the burst: with followers minus
-/// without, over the followers.
-pub fn per_stream(with: &BurstFigures, alone: &BurstFigures) -> f64 {
-    (with.mid_rss_kib as f64 - alone.mid_rss_kib as f64) / with.followers.max(1) as f64
+/// KiB of daemon RSS per open stream halfway through the burst: with the followers minus
+/// with the baseline's, over the difference in followers.
+pub fn per_stream(with: &BurstFigures, base: &BurstFigures) -> f64 {
+    (with.mid_rss_kib as f64 - base.mid_rss_kib as f64)
+        / with.followers.saturating_sub(base.followers).max(1) as f64
 }
