@@ -10,26 +10,13 @@
 //! those words as JSON strings (`"tool_call"`, ...), so an event that only mentions one is
 //! kept too, harmlessly; an event of those types always contains its type as such a string.
 //!
-//! A tool call's event is kept slim unless content is captured (`capture_content`, off by
-//! default): of its message only what the spans are made of (call id, name, the MCP tool's
-//! name, status, the result's status and `isError`) is read, and its arguments and result,
-//! often kilobytes, are skipped without being built into values; they would reach no span.
-//! Anything of an unexpected shape is parsed whole, as before, so the trace is the same.
-//!
 //! A run is traced from what was kept only if every seq from 1 to its last was seen (a run
 //! that began before a restart, or whose events went through another daemon, was not):
 //! otherwise, or when a run keeps more than [`MAX_BYTES`], or more than [`MAX_OPEN`] runs are
 //! open, it is read back at its end as before (`collect::run_trace`).
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::marker::PhantomData;
 use std::sync::Mutex;
-
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
 
 use crate::api::events::StoredEvent;
 use crate::api::reader::stored_event_of;
@@ -50,8 +37,6 @@ const ASSISTANT: &str = "\"assistant\"";
 #[derive(Default)]
 pub struct Appended {
     runs: Mutex<HashMap<Namespace, HashMap<String, Run>>>,
-    /// Spans carry arguments and results: tool calls are kept whole.
-    capture_content: bool,
 }
 
 #[derive(Default)]
@@ -81,13 +66,6 @@ impl std::fmt::Debug for Appended {
 }
 
 impl Appended {
-    pub fn new(capture_content: bool) -> Self {
-        Appended {
-            capture_content,
-            ..Appended::default()
-        }
-    }
-
     /// Event document `doc` (`runEvents.append`'s answer) of run `run_id` was committed.
     /// Called on the store call's task: a lookup, and a parse only of the events kept.
     pub fn appended(&self, ns: &Namespace, run_id: &str, doc: &str) {
@@ -95,19 +73,9 @@ impl Appended {
             return;
         };
         let parsed = if KEPT.iter().any(|w| doc.contains(w)) {
-            let slim = (!self.capture_content)
-                .then(|| slim_tool_call(doc))
-                .flatten();
-            match slim {
-                Some(payload) => Some(StoredEvent {
-                    seq,
-                    created_at_ms: at,
-                    payload,
-                }),
-                None => match stored_event_of(doc) {
-                    Ok(ev) => Some(ev),
-                    Err(_) => return,
-                },
+            match stored_event_of(doc) {
+                Ok(ev) => Some(ev),
+                Err(_) => return,
             }
         } else {
             None
@@ -198,114 +166,6 @@ fn header(doc: &str) -> Option<(u64, i64)> {
     Some((seq, at.parse().ok()?))
 }
 
-/// The payload of a `tool_call` event with only what a span without content is made of, or
-/// `None` (parse it whole) if `doc` is anything else or of another shape than expected:
-/// not a tool call, a field of an unexpected type or repeated, the built-in `update_plan`
-/// (whose arguments decide whether it is a plan).
-fn slim_tool_call(doc: &str) -> Option<Value> {
-    if doc.contains("\"update_plan\"") {
-        return None;
-    }
-    let d: SlimDoc = serde_json::from_str(doc).ok()?;
-    let Obj(p) = d.payload?;
-    let Obj(m) = p.message?;
-    if m.kind.as_deref() != Some("tool_call") {
-        return None;
-    }
-    let mut message = Map::new();
-    let mut put = |k: &str, v: Option<Cow<str>>| {
-        if let Some(v) = v {
-            message.insert(k.to_string(), Value::String(v.into_owned()));
-        }
-    };
-    put("type", m.kind);
-    put("call_id", m.call_id);
-    put("name", m.name);
-    put("status", m.status);
-    if let Some(Obj(a)) = m.args {
-        message.insert("args".into(), json!({ "toolName": a.tool_name }));
-    }
-    if let Some(Obj(r)) = m.result {
-        let value = r.value.map(|Obj(v)| json!({ "isError": v.is_error }));
-        message.insert(
-            "result".into(),
-            json!({ "status": r.status, "value": value }),
-        );
-    }
-    Some(json!({ "type": p.kind, "message": message }))
-}
-
-/// A JSON object (never an array, which a derived struct would also take) as `T`.
-struct Obj<T>(T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = Obj<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(Obj)
-            }
-        }
-        d.deserialize_map(V(PhantomData))
-    }
-}
-
-// Unknown fields are skipped (serde's `IgnoredAny`: scanned, nothing built); a known one
-// of another type, or twice, fails the slim parse. `null` reads as absent, as the mapper's
-// `as_str` reads it.
-#[derive(Deserialize)]
-struct SlimDoc<'a> {
-    #[serde(borrow)]
-    payload: Option<Obj<SlimPayload<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct SlimPayload<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    message: Option<Obj<SlimTool<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct SlimTool<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    status: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    args: Option<Obj<SlimArgs<'a>>>,
-    #[serde(borrow)]
-    result: Option<Obj<SlimResult<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct SlimArgs<'a> {
-    #[serde(rename = "toolName", borrow)]
-    tool_name: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct SlimResult<'a> {
-    #[serde(borrow)]
-    status: Option<Cow<'a, str>>,
-    value: Option<Obj<SlimValue>>,
-}
-
-#[derive(Deserialize)]
-struct SlimValue {
-    #[serde(rename = "isError")]
-    is_error: Option<bool>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,51 +233,6 @@ mod tests {
             a.appended(&ns, "r", d);
         }
         assert!(a.take(&ns, "r").is_none());
-    }
-
-    #[test]
-    fn a_tool_call_is_kept_without_its_arguments_and_result_unless_content_is_captured() {
-        let call = json!({"type": "tool_call", "call_id": "c", "name": "mcp", "status": "completed",
-            "args": {"providerIdentifier": "p", "toolName": "echo", "args": {"text": "ping"}},
-            "result": {"status": "success", "value": {"content": [{"text": "pong"}], "isError": true}}});
-        let d = doc(1, &call);
-        let slim = json!({"type": "sdk_message", "message": {"type": "tool_call", "call_id": "c",
-            "name": "mcp", "status": "completed", "args": {"toolName": "echo"},
-            "result": {"status": "success", "value": {"isError": true}}}});
-        assert_eq!(slim_tool_call(&d), Some(slim.clone()));
-        let ns = Namespace::default();
-        for (capture, payload) in [
-            (false, slim),
-            (true, json!({"type": "sdk_message", "message": call})),
-        ] {
-            let a = Appended::new(capture);
-            a.appended(&ns, "r", &d);
-            assert_eq!(a.take(&ns, "r").unwrap().events[0].payload, payload);
-        }
-        // Missing fields stay missing (or null: the mapper reads both as absent).
-        let bare = doc(
-            1,
-            &json!({"type": "tool_call", "call_id": "c", "status": "running"}),
-        );
-        assert_eq!(
-            slim_tool_call(&bare),
-            Some(
-                json!({"type": "sdk_message", "message": {"type": "tool_call", "call_id": "c", "status": "running"}})
-            )
-        );
-    }
-
-    #[test]
-    fn a_tool_call_of_another_shape_is_parsed_whole() {
-        for message in [
-            json!({"type": "tool_call", "call_id": 7, "name": "echo"}),
-            json!({"type": "tool_call", "call_id": "c", "result": {"value": [true]}}),
-            json!({"type": "tool_call", "call_id": "c", "args": ["echo"]}),
-            json!({"type": "tool_call", "call_id": "c", "name": "update_plan", "args": {"plan": []}}),
-            json!({"type": "assistant", "text": "a \"tool_call\""}),
-        ] {
-            assert_eq!(slim_tool_call(&doc(1, &message)), None, "{message}");
-        }
     }
 
     #[test]
