@@ -147,7 +147,7 @@ struct Opts {
     #[arg(long, value_parser = parse_range, default_value = "2000-8000")]
     capacity_think_ms: (usize, usize),
     /// capacity: seconds a step starts turns (each bridge then finishes its turn).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 6)]
     capacity_step_s: u64,
     /// capacity: the sweep stops at this many bridges.
     #[arg(long, default_value_t = 1024)]
