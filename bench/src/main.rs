@@ -137,6 +137,25 @@ struct Opts {
     /// --bin's, round by round, in the same run.
     #[arg(long)]
     burst_old_bin: Option<PathBuf>,
+    /// capacity: followers per bridge, comma-separated; a sweep of N bridges for each.
+    #[arg(long, value_delimiter = ',', default_values_t = [0, 2])]
+    capacity_followers: Vec<usize>,
+    /// capacity: the wait between two streamed events of a turn, ms (uniform in LO-HI).
+    #[arg(long, value_parser = parse_range, default_value = "15-35")]
+    capacity_gap_ms: (usize, usize),
+    /// capacity: a bridge's pause between turns, ms (uniform in LO-HI).
+    #[arg(long, value_parser = parse_range, default_value = "2000-8000")]
+    capacity_think_ms: (usize, usize),
+    /// capacity: seconds a step starts turns (each bridge then finishes its turn).
+    #[arg(long, default_value_t = 6)]
+    capacity_step_s: u64,
+    /// capacity: the sweep stops at this many bridges.
+    #[arg(long, default_value_t = 1024)]
+    capacity_max_bridges: usize,
+    /// burst: followers of the baseline burst that the RSS per stream is measured against
+    /// (1: the run's shared feed, which exists once anybody follows, is in both).
+    #[arg(long, default_value_t = 1)]
+    burst_baseline_followers: usize,
     /// namespaces: `[[namespaces]]` in the config of the second daemon.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     namespaces: u64,
@@ -183,6 +202,9 @@ enum Workload {
     /// 100 followers of one run during a back-to-back burst of 2,000 appends, a fresh
     /// daemon per round, alternated with --burst-old-bin (issue 39); not in the default set.
     Burst,
+    /// N simulated bridges playing paced turns, M followers each: the largest N whose
+    /// store-call p99 stays ≤ 5 ms with nothing lost (issue 39); not in the default set.
+    Capacity,
     /// append with N `[[namespaces]]` configured against one namespace, two daemons of its
     /// own (issue 12); not in the default set.
     Namespaces,
@@ -301,6 +323,14 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
             }
             None => db,
         };
+        if opts.workloads.contains(&Workload::Capacity) {
+            // What the capacity sweep measures is the daemon's speed, not its default
+            // limits (512 connections, 1,024 streams), which the larger steps would pass.
+            config.push_str(&format!(
+                "[server]\nmax_connections = {c}\n[api]\nmax_streams = {c}\n",
+                c = 8192
+            ));
+        }
         std::fs::write(&config_path, config)?;
         let spawn = Spawn {
             bin: &opts.bin,
@@ -476,6 +506,15 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                             namespaces: 0,
                             quotas: false,
                         };
+                        let alone = workloads::burst::run(
+                            &setup,
+                            opts.burst_baseline_followers,
+                            events,
+                            opts.burst_event_bytes,
+                        )
+                        .await?;
+                        let tag = format!("{tag}f");
+                        let setup = workloads::namespaces::Setup { tag: &tag, ..setup };
                         let f = workloads::burst::run(
                             &setup,
                             followers,
@@ -489,10 +528,47 @@ async fn run(opts: &Opts) -> anyhow::Result<Report> {
                             f.wrong,
                             bin.display()
                         );
-                        rows.push(f);
+                        rows.push((f, alone));
                     }
                 }
                 workloads::burst::print(&rows);
+            }
+            Workload::Capacity => {
+                anyhow::ensure!(
+                    server.pid.is_some() && opts.daemons <= 1,
+                    "the capacity workload needs one started callbackd (not --url or --daemons)"
+                );
+                let c = Arc::new(workloads::capacity::Capacity {
+                    turns: Arc::new(turn::Turns {
+                        tag: tag.clone(),
+                        payloads: payloads.clone(),
+                        blobs: Arc::new(gen::blobs(2, 32)),
+                        base_ms,
+                    }),
+                    api_token: target::api_token(&token),
+                    gap_ms: opts.capacity_gap_ms,
+                    think_ms: opts.capacity_think_ms,
+                    step: Duration::from_secs(if opts.quick { 2 } else { opts.capacity_step_s }),
+                    max_bridges: if opts.quick {
+                        2
+                    } else {
+                        opts.capacity_max_bridges
+                    },
+                });
+                let steps = workloads::capacity::sweep(
+                    &server,
+                    null.as_ref(),
+                    &c,
+                    &tag,
+                    &opts.capacity_followers,
+                )
+                .await?;
+                let backend = if opts.pg_url.is_some() {
+                    "PostgreSQL"
+                } else {
+                    "SQLite"
+                };
+                workloads::capacity::print(backend, &c, &steps);
             }
             Workload::Telemetry => {
                 anyhow::ensure!(

@@ -1,7 +1,14 @@
 //! `burst` (issue 39): 100 followers of one run while one writer appends 2,000 events of
 //! 200–2,000 bytes back to back, as a fast turn streams (a long answer, a big tool result).
 //! Reports the latency from each append's acknowledgement to its delivery to each follower
-//! (p50/p99) and the daemon's RSS per open stream at its peak during the burst.
+//! (p50/p99) and the daemon's RSS per open stream during the burst.
+//!
+//! RSS per stream: each round first runs the same burst on a fresh daemon with a baseline
+//! number of followers (`--burst-baseline-followers`, 1 by default: the run's shared feed
+//! exists once anybody follows, so it is in both); the daemon's RSS read halfway through
+//! the burst (after half the appends were answered), with the followers minus with the
+//! baseline, over the difference in followers, is what each further open stream holds while
+//! the burst goes on (the store's growth, and with 1 the feed's, are in both and cancel).
 //!
 //! Each round starts a fresh daemon of each binary given (`--bin`, and `--burst-old-bin`
 //! for the one to compare with), alternating them, so both see the same machine load.
@@ -28,6 +35,8 @@ pub struct BurstFigures {
     pub latencies: Vec<u64>,
     /// (peak RSS during the burst − RSS before the streams were opened) / followers, KiB.
     pub kib_per_stream: f64,
+    /// The daemon's RSS halfway through the burst, KiB.
+    pub mid_rss_kib: u64,
     /// Appends per second of the writer.
     pub append_rate: f64,
     pub wrong: usize,
@@ -84,6 +93,7 @@ pub async fn run(
     let mut conn = Conn::connect(target.ep.clone()).await?;
     let mut rng = Rng::new(events as u64);
     let started = Instant::now();
+    let mut mid_rss_kib = 0;
     call(
         &mut conn,
         status_append(&agent, &run, r#"{"type":"request"}"#),
@@ -95,6 +105,9 @@ pub async fn run(
         let msg = format!(r#"{{"type":"bench","i":{i},"pad":"{pad}"}}"#);
         call(&mut conn, status_append(&agent, &run, &msg)).await?;
         acks.lock().unwrap()[i + 2] = epoch.elapsed().as_nanos() as u64;
+        if i + 1 == events / 2 {
+            mid_rss_kib = rss_kib(pid).map(|r| r.0).unwrap_or(0);
+        }
     }
     let finished = r#"{"type":"status","status":"FINISHED"}"#;
     call(&mut conn, status_append(&agent, &run, finished)).await?;
@@ -124,31 +137,44 @@ pub async fn run(
         followers,
         events,
         latencies,
-        kib_per_stream: peak.saturating_sub(before) as f64 / followers as f64,
+        kib_per_stream: peak.saturating_sub(before) as f64 / followers.max(1) as f64,
+        mid_rss_kib,
         append_rate,
         wrong,
     })
 }
 
-/// The rounds as a table (one row per round and binary, in the order they ran).
-pub fn print(rows: &[BurstFigures]) {
+/// The rounds as a table (one row per round and binary, in the order they ran): each row
+/// with followers, and `alone` the same round's burst without any (same binary).
+pub fn print(rows: &[(BurstFigures, BurstFigures)]) {
     println!();
-    println!("burst: 1 run, one writer appending back to back, a fresh daemon per row");
+    println!("burst: 1 run, one writer appending back to back, a fresh daemon per burst");
     println!(
-        "| binary | followers × events | p50 | p99 | KiB per stream (peak) | appends/s | wrong |"
+        "| binary | followers × events | p50 | p99 | KiB per stream mid-burst (with − baseline) | RSS mid-burst with / baseline | whole-daemon growth per stream (peak) | appends/s | baseline appends/s | wrong |"
     );
-    println!("|---|--:|--:|--:|--:|--:|--:|");
-    for r in rows {
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (r, alone) in rows {
         println!(
-            "| {} | {} × {} | {:.2} ms | {:.2} ms | {:.1} | {:.0} | {} |",
+            "| {} | {} × {} | {:.2} ms | {:.2} ms | {:.1} | {:.1} / {:.1} MiB | {:.1} | {:.0} | {:.0} | {} |",
             r.bin,
             r.followers,
             r.events,
             r.quantile(0.5).as_secs_f64() * 1e3,
             r.quantile(0.99).as_secs_f64() * 1e3,
+            per_stream(r, alone),
+            r.mid_rss_kib as f64 / 1024.0,
+            alone.mid_rss_kib as f64 / 1024.0,
             r.kib_per_stream,
             r.append_rate,
+            alone.append_rate,
             r.wrong
         );
     }
+}
+
+/// KiB of daemon RSS per open stream halfway through the burst: with the followers minus
+/// with the baseline's, over the difference in followers.
+pub fn per_stream(with: &BurstFigures, base: &BurstFigures) -> f64 {
+    (with.mid_rss_kib as f64 - base.mid_rss_kib as f64)
+        / with.followers.saturating_sub(base.followers).max(1) as f64
 }

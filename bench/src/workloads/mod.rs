@@ -4,6 +4,7 @@
 pub mod agents_list;
 pub mod append;
 pub mod burst;
+pub mod capacity;
 pub mod floor;
 pub mod growth;
 pub mod growth_fill;

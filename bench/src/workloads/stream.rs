@@ -98,13 +98,22 @@ pub(crate) struct Follower {
 
 impl Follower {
     pub(crate) async fn open(target: &Target, token: &str, run: &str) -> anyhow::Result<Follower> {
-        let stream = TcpStream::connect(target.ep.addr).await?;
+        Follower::open_at(target.ep.addr, token, run).await
+    }
+
+    /// [`Follower::open`] by the daemon's address (from a task that does not hold the target).
+    pub(crate) async fn open_at(
+        addr: std::net::SocketAddr,
+        token: &str,
+        run: &str,
+    ) -> anyhow::Result<Follower> {
+        let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let (mut sender, conn) =
             hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
         tokio::spawn(conn);
         let req = http::Request::get(format!("/v1/runs/{run}/stream"))
-            .header("host", target.ep.addr.to_string())
+            .header("host", addr.to_string())
             .header("authorization", format!("Bearer {token}"))
             .body(Empty::<Bytes>::new())?;
         let resp = sender.send_request(req).await?;

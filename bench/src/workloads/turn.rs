@@ -54,6 +54,7 @@ pub async fn run(
                     conn: &mut conn,
                     rec: &mut rec,
                     verify,
+                    pace: None,
                 };
                 turn.play(&t, &label, i).await;
             }
@@ -64,10 +65,20 @@ pub async fn run(
     Ok(m)
 }
 
-struct Turn<'a> {
-    conn: &'a mut Conn,
-    rec: &'a mut Recorder,
-    verify: bool,
+/// How a paced turn (the `capacity` workload) spaces its stream, and who follows its run.
+pub struct Pace {
+    /// The wait between two streamed events, ms, uniform in `lo..=hi`: the model's pace.
+    pub gap_ms: (usize, usize),
+    /// Called with the run id once the run document exists (the followers open then).
+    pub on_run: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+pub(crate) struct Turn<'a> {
+    pub conn: &'a mut Conn,
+    pub rec: &'a mut Recorder,
+    pub verify: bool,
+    /// `None`: every call back to back (the `turn` workload).
+    pub pace: Option<&'a Pace>,
 }
 
 impl Turn<'_> {
@@ -123,7 +134,7 @@ impl Turn<'_> {
         .await;
     }
 
-    async fn play(&mut self, t: &Turns, label: &str, i: usize) {
+    pub(crate) async fn play(&mut self, t: &Turns, label: &str, i: usize) {
         let mut rng = Rng::new(0x7475_726e ^ i as u64);
         let agent_id = format!("agent-{}-{label}-{i}", t.tag);
         let run_id = format!("run-{}-{label}-{i}", t.tag);
@@ -159,6 +170,9 @@ impl Turn<'_> {
             .await;
         self.call(agent.call("create")).await;
         self.call(run.call("create")).await;
+        if let Some(p) = self.pace {
+            (p.on_run)(&run_id);
+        }
         agent.active_run = Some(&run_id);
         agent.updated_at += 1;
         self.call(agent.call("update")).await;
@@ -211,6 +225,10 @@ impl Turn<'_> {
             seq += 1;
             let body = t.payloads.append_body(&agent_id, &run_id, i * 131 + e);
             self.append(body, seq).await;
+            if let Some(p) = self.pace {
+                let ms = rng.range(p.gap_ms.0, p.gap_ms.1);
+                tokio::time::sleep(std::time::Duration::from_millis(ms as u64)).await;
+            }
             if e % (STREAM_EVENTS / BLOBS) == STREAM_EVENTS / BLOBS - 4 {
                 let b = e / (STREAM_EVENTS / BLOBS);
                 self.save_blob(&agent_id, &blob_ids[b], data[b]).await;
