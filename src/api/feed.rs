@@ -23,10 +23,6 @@ use crate::store::Namespace;
 pub const WINDOW: usize = 1024;
 /// Events read per store call.
 pub const PAGE: usize = 256;
-/// How long the `run_started` of a run just started waits for its recorded user message.
-const INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-/// A `request` stored less than this long ago (ms) is a run just started.
-const FRESH_MS: i64 = 10_000;
 
 /// One durable event's SSE frame.
 #[derive(Clone)]
@@ -162,39 +158,23 @@ impl RunCtx<'_> {
         mapper.map(ev)
     }
 
-    /// The user message of the run, for its `run_started` (`ev`, its stored `request`).
-    /// `POST .../messages` records it a moment after the bridge stores the run's `request`
-    /// (once the bridge has named the run): a reader that opened the stream before the
-    /// message was sent maps the event in between. For a fresh `request` of a session that
-    /// a message is being sent to ([`super::sending`]), the text is waited for (up to
-    /// [`INPUT_WAIT`]), so that the first reader gets the bytes every replay gets; an older
-    /// one (a replay), or a run started by another client, is never waited for.
+    /// The user message of the run, for its `run_started` (`ev`, its stored `request`):
+    /// settled once for every reader and replay ([`super::prompt`]).
     async fn input(&self, ev: &StoredEvent) -> Option<super::events::RunInput> {
-        let read = || async {
-            self.state
-                .records()
-                .run_inputs(self.ns, &[self.run_id.to_string()])
-                .await
-                .ok()
-                .and_then(|mut m| m.remove(self.run_id))
-        };
         let session = self
             .run_doc
             .get("agentId")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let fresh = crate::clock::now_ms().saturating_sub(ev.created_at_ms) < FRESH_MS;
-        let deadline = tokio::time::Instant::now() + INPUT_WAIT;
-        loop {
-            if let Some(text) = read().await {
-                return Some(super::events::RunInput::whole(text));
-            }
-            let sending = self.state.sending().is_sending(self.ns, session);
-            if !fresh || !sending || tokio::time::Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let prompt = super::prompt::Prompt {
+            state: self.state,
+            ns: self.ns,
+            run_id: self.run_id,
+        };
+        prompt
+            .settled(ev, session)
+            .await
+            .map(super::events::RunInput::whole)
     }
 
     /// The next page of stored events after `pos`, checked for holes.

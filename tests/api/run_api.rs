@@ -267,6 +267,9 @@ async fn keepalives_while_nothing_happens_and_reconnect_at_the_maximum_duration(
     .await;
     setup(&app, "r1", "running").await;
     append(&app, "r1", tool_turn()[0].clone()).await;
+    // Its prompt, so that `run_started` does not wait for it (api/prompt.rs).
+    let user = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}});
+    append(&app, "r1", user).await;
     let mut s = app.stream("r1", None).await;
     let frames = s.collect(Duration::from_secs(5)).await;
     assert!(
@@ -283,16 +286,16 @@ async fn keepalives_while_nothing_happens_and_reconnect_at_the_maximum_duration(
         } => {
             assert_eq!(*id, None);
             assert_eq!(*retry, Some(250));
-            assert_eq!(data["after_seq"], 1);
+            assert_eq!(data["after_seq"], 2);
             assert_eq!(data["retry_ms"], 250);
         }
         other => panic!("{other:?}"),
     }
     // Continuing from after_seq gets what came since, exactly.
     append(&app, "r1", tool_turn()[1].clone()).await;
-    let mut s = app.stream("r1", Some(1)).await;
+    let mut s = app.stream("r1", Some(2)).await;
     let f = s.next(T).await.unwrap();
-    assert!(matches!(f, Frame::Event { id: Some(2), .. }), "{f:?}");
+    assert!(matches!(f, Frame::Event { id: Some(3), .. }), "{f:?}");
 }
 
 #[tokio::test]
