@@ -189,9 +189,10 @@ impl RunCtx<'_> {
             })?;
         // Up to the first hole; the hole itself only once nothing before it is left.
         let mut events = events;
-        let good = (pos + 1..)
+        // Counted as distances from `pos`: `?after=` may be as large as u64::MAX.
+        let good = (1u64..)
             .zip(events.iter())
-            .take_while(|(expect, ev)| ev.seq == *expect)
+            .take_while(|(n, ev)| ev.seq.checked_sub(pos) == Some(*n))
             .count();
         if good == 0 {
             if let Some(ev) = events.first() {
@@ -199,7 +200,7 @@ impl RunCtx<'_> {
                     after_seq: pos,
                     reason: format!(
                         "event {} of run {} is missing from the store (the next stored one is {})",
-                        pos + 1,
+                        pos.saturating_add(1),
                         self.run_id,
                         ev.seq
                     ),
@@ -268,7 +269,7 @@ impl Feed {
             && st
                 .recent
                 .front()
-                .map_or(st.next == pos, |f| f.seq <= pos + 1);
+                .map_or(st.next == pos, |f| f.seq <= pos.saturating_add(1));
         if !covered {
             if st.mapper.is_some() && st.next > pos {
                 // The feed is ahead, past its window: replay on our own.
@@ -309,8 +310,8 @@ impl Feed {
             }
         }
         // The window holds consecutive seqs: the frames after `pos` are its tail.
-        let first = st.recent.front().map_or(pos + 1, |f| f.seq);
-        let skip = (pos + 1).saturating_sub(first) as usize;
+        let first = st.recent.front().map_or(pos.saturating_add(1), |f| f.seq);
+        let skip = pos.saturating_add(1).saturating_sub(first) as usize;
         Ok(st.recent.iter().skip(skip).cloned().collect())
     }
 

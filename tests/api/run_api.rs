@@ -955,3 +955,29 @@ async fn after_the_stored_terminal_event_is_204_even_before_the_document_says_so
     let mut s = app.stream("r1", Some(7)).await;
     assert_eq!(s.next(T).await.unwrap().kind(), "completed");
 }
+
+/// Found by Schemathesis with a stored run pinned (issue 35): the document allows any u64
+/// as `after`, and the page's hole check counted seqs from `after + 1` (a panic in debug).
+#[tokio::test]
+async fn a_position_near_u64_max_is_an_empty_page_and_a_quiet_stream() {
+    let app = TestApp::spawn_with(|c| c.api.keepalive_ms = 100).await;
+    setup(&app, "r1", "running").await;
+    for m in tool_turn().into_iter().take(3) {
+        append(&app, "r1", m).await;
+    }
+    for after in [u64::MAX, u64::MAX - 1] {
+        let page = app
+            .api_get(&format!("/v1/runs/r1/events?after={after}"))
+            .await;
+        assert_eq!(page.status, 200, "{}", page.text());
+        assert_eq!(page.json()["events"], json!([]), "{}", page.text());
+        // No durable event to send.
+        let mut s = app.stream("r1", Some(after)).await;
+        for _ in 0..2 {
+            let f = s.next(T).await;
+            let quiet = matches!(f, Some(Frame::Comment(_) | Frame::Event { id: None, .. }));
+            assert!(quiet, "{f:?}");
+        }
+    }
+    assert_eq!(app.api_get("/v1/runs/r1").await.status, 200);
+}
