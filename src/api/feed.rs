@@ -22,10 +22,6 @@ use crate::store::Namespace;
 pub const WINDOW: usize = 1024;
 /// Events read per store call.
 pub const PAGE: usize = 256;
-/// How long the `run_started` of a run just started waits for its recorded user message.
-const INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-/// A `request` stored less than this long ago (ms) is a run just started.
-const FRESH_MS: i64 = 10_000;
 
 /// One durable event's SSE frame.
 #[derive(Clone)]
@@ -144,39 +140,23 @@ impl RunCtx<'_> {
         self.sources().map(mapper, ev).await
     }
 
-    /// The user message of the run, for its `run_started` (`ev`, its stored `request`).
-    /// `POST .../messages` records it a moment after the bridge stores the run's `request`
-    /// (once the bridge has named the run): a reader that opened the stream before the
-    /// message was sent maps the event in between. For a fresh `request` of a session that
-    /// a message is being sent to ([`super::sending`]), the text is waited for (up to
-    /// [`INPUT_WAIT`]), so that the first reader gets the bytes every replay gets; an older
-    /// one (a replay), or a run started by another client, is never waited for.
+    /// The user message of the run, for its `run_started` (`ev`, its stored `request`):
+    /// settled once for every reader and replay ([`super::prompt`]).
     async fn input(&self, ev: &StoredEvent) -> Option<crate::account::RunInput> {
-        let read = || async {
-            self.state
-                .records()
-                .run_inputs(self.ns, &[self.run_id.to_string()])
-                .await
-                .ok()
-                .and_then(|mut m| m.remove(self.run_id))
-        };
         let session = self
             .run_doc
             .get("agentId")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let fresh = crate::clock::now_ms().saturating_sub(ev.created_at_ms) < FRESH_MS;
-        let deadline = tokio::time::Instant::now() + INPUT_WAIT;
-        loop {
-            if let Some(text) = read().await {
-                return Some(crate::account::RunInput::whole(text));
-            }
-            let sending = self.state.sending().is_sending(self.ns, session);
-            if !fresh || !sending || tokio::time::Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let prompt = super::prompt::Prompt {
+            state: self.state,
+            ns: self.ns,
+            run_id: self.run_id,
+        };
+        prompt
+            .settled(ev, session)
+            .await
+            .map(crate::account::RunInput::whole)
     }
 
     /// The next page of stored events after `pos`, checked for holes.
@@ -191,9 +171,10 @@ impl RunCtx<'_> {
             })?;
         // Up to the first hole; the hole itself only once nothing before it is left.
         let mut events = events;
-        let good = (pos + 1..)
+        // Counted as distances from `pos`: `?after=` may be as large as u64::MAX.
+        let good = (1u64..)
             .zip(events.iter())
-            .take_while(|(expect, ev)| ev.seq == *expect)
+            .take_while(|(n, ev)| ev.seq.checked_sub(pos) == Some(*n))
             .count();
         if good == 0 {
             if let Some(ev) = events.first() {
@@ -201,7 +182,7 @@ impl RunCtx<'_> {
                     after_seq: pos,
                     reason: format!(
                         "event {} of run {} is missing from the store (the next stored one is {})",
-                        pos + 1,
+                        pos.saturating_add(1),
                         self.run_id,
                         ev.seq
                     ),
@@ -270,7 +251,7 @@ impl Feed {
             && st
                 .recent
                 .front()
-                .map_or(st.next == pos, |f| f.seq <= pos + 1);
+                .map_or(st.next == pos, |f| f.seq <= pos.saturating_add(1));
         if !covered {
             if st.mapper.is_some() && st.next > pos {
                 // The feed is ahead, past its window: replay on our own.
@@ -311,8 +292,8 @@ impl Feed {
             }
         }
         // The window holds consecutive seqs: the frames after `pos` are its tail.
-        let first = st.recent.front().map_or(pos + 1, |f| f.seq);
-        let skip = (pos + 1).saturating_sub(first) as usize;
+        let first = st.recent.front().map_or(pos.saturating_add(1), |f| f.seq);
+        let skip = pos.saturating_add(1).saturating_sub(first) as usize;
         Ok(st.recent.iter().skip(skip).cloned().collect())
     }
 

@@ -120,18 +120,21 @@ pub async fn retry(
             ))
         }
         Some(t) => t,
-        None => state
-            .records()
-            .run_inputs(&caller.ns, std::slice::from_ref(&run_id))
-            .await?
-            .remove(&run_id)
-            .ok_or_else(|| {
-                conflict(format!(
-                    "this store does not hold the input of run {run_id} (it was not started \
-                     through POST /v1/sessions/{{session_id}}/messages of this store): retry \
-                     it with the message to send ({{\"text\": \"...\"}})"
-                ))
-            })?,
+        None => super::prompt::Prompt {
+            state: &state,
+            ns: &caller.ns,
+            run_id: &run_id,
+        }
+        .known()
+        .await
+        .ok_or_else(|| {
+            conflict(format!(
+                "this store does not hold the input of run {run_id} (it was not started \
+                     through POST /v1/sessions/{{session_id}}/messages of this store, and no \
+                     user message of it is stored): retry it with the message to send \
+                     ({{\"text\": \"...\"}})"
+            ))
+        })?,
     };
     let session = run
         .get("agentId")

@@ -27,6 +27,7 @@ mod new_run;
 pub mod openapi;
 mod pipe;
 mod problem;
+mod prompt;
 mod questions;
 pub(crate) mod reader;
 pub mod retention;

@@ -56,11 +56,10 @@ pub async fn summary(
     exact: bool,
 ) -> Result<RunSummary, Problem> {
     let run_id = doc.get("runId").and_then(Value::as_str).unwrap_or_default();
-    let input = state
-        .records()
-        .run_inputs(ns, &[run_id.to_string()])
-        .await?
-        .remove(run_id);
+    // A run started by another client gets its prompt here too once its `user` event is
+    // stored, before anybody has read its stream.
+    let prompt = super::prompt::Prompt { state, ns, run_id };
+    let input = prompt.known().await;
     let last = last_event(state, ns, run_id, pos).await?;
     summary_of(state, ns, doc, pos, exact, input, last).await
 }

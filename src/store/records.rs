@@ -216,14 +216,23 @@ pub trait RunRecords: Send + Sync + 'static {
         new: Option<u32>,
     ) -> BoxFuture<'_, Result<u32, StoreError>>;
 
-    /// Records the user message that started run `run_id` (through the run API). The first
-    /// one recorded wins.
+    /// Records the user message that started run `run_id` (through the run API, or found in
+    /// its stored `user` event). The first one recorded wins; an empty text records that the
+    /// run has none (so that a text found later is not told to a replay).
     fn set_run_input(
         &self,
         ns: &Namespace,
         run_id: &str,
         text: &str,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
+
+    /// The record of `run_id`'s user message as kept, `Some("")` for a run recorded with
+    /// none: whether its input is settled ([`set_run_input`](Self::set_run_input)).
+    fn run_input_record(
+        &self,
+        ns: &Namespace,
+        run_id: &str,
+    ) -> BoxFuture<'_, Result<Option<String>, StoreError>>;
 
     /// The document of the agent's latest run (the last in `runs.list`'s order), in one
     /// indexed read; `None` when it has no run.
@@ -233,7 +242,8 @@ pub trait RunRecords: Send + Sync + 'static {
         agent_id: &str,
     ) -> BoxFuture<'_, Result<Option<String>, StoreError>>;
 
-    /// The user message recorded for each of `run_ids` that has one.
+    /// The user message recorded for each of `run_ids` that has one (not for a run recorded
+    /// with none).
     fn run_inputs(
         &self,
         ns: &Namespace,

@@ -267,6 +267,9 @@ async fn keepalives_while_nothing_happens_and_reconnect_at_the_maximum_duration(
     .await;
     setup(&app, "r1", "running").await;
     append(&app, "r1", tool_turn()[0].clone()).await;
+    // Its prompt, so that `run_started` does not wait for it (api/prompt.rs).
+    let user = json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}});
+    append(&app, "r1", user).await;
     let mut s = app.stream("r1", None).await;
     let frames = s.collect(Duration::from_secs(5)).await;
     assert!(
@@ -283,16 +286,16 @@ async fn keepalives_while_nothing_happens_and_reconnect_at_the_maximum_duration(
         } => {
             assert_eq!(*id, None);
             assert_eq!(*retry, Some(250));
-            assert_eq!(data["after_seq"], 1);
+            assert_eq!(data["after_seq"], 2);
             assert_eq!(data["retry_ms"], 250);
         }
         other => panic!("{other:?}"),
     }
     // Continuing from after_seq gets what came since, exactly.
     append(&app, "r1", tool_turn()[1].clone()).await;
-    let mut s = app.stream("r1", Some(1)).await;
+    let mut s = app.stream("r1", Some(2)).await;
     let f = s.next(T).await.unwrap();
-    assert!(matches!(f, Frame::Event { id: Some(2), .. }), "{f:?}");
+    assert!(matches!(f, Frame::Event { id: Some(3), .. }), "{f:?}");
 }
 
 #[tokio::test]
@@ -951,4 +954,30 @@ async fn after_the_stored_terminal_event_is_204_even_before_the_document_says_so
     assert_eq!(s.status, 204);
     let mut s = app.stream("r1", Some(7)).await;
     assert_eq!(s.next(T).await.unwrap().kind(), "completed");
+}
+
+/// Found by Schemathesis with a stored run pinned (issue 35): the document allows any u64
+/// as `after`, and the page's hole check counted seqs from `after + 1` (a panic in debug).
+#[tokio::test]
+async fn a_position_near_u64_max_is_an_empty_page_and_a_quiet_stream() {
+    let app = TestApp::spawn_with(|c| c.api.keepalive_ms = 100).await;
+    setup(&app, "r1", "running").await;
+    for m in tool_turn().into_iter().take(3) {
+        append(&app, "r1", m).await;
+    }
+    for after in [u64::MAX, u64::MAX - 1] {
+        let page = app
+            .api_get(&format!("/v1/runs/r1/events?after={after}"))
+            .await;
+        assert_eq!(page.status, 200, "{}", page.text());
+        assert_eq!(page.json()["events"], json!([]), "{}", page.text());
+        // No durable event to send.
+        let mut s = app.stream("r1", Some(after)).await;
+        for _ in 0..2 {
+            let f = s.next(T).await;
+            let quiet = matches!(f, Some(Frame::Comment(_) | Frame::Event { id: None, .. }));
+            assert!(quiet, "{f:?}");
+        }
+    }
+    assert_eq!(app.api_get("/v1/runs/r1").await.status, 200);
 }

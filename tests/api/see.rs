@@ -66,7 +66,7 @@ async fn the_run_input_is_in_its_state_its_run_started_event_and_truncated_in_li
 }
 
 #[tokio::test]
-async fn a_run_started_elsewhere_has_no_input_and_a_deleted_agent_takes_its_inputs() {
+async fn a_run_started_elsewhere_without_a_user_event_has_no_input_settled_once() {
     let app = TestApp::spawn().await;
     setup(&app, "r1", "finished").await;
     for m in tool_turn() {
@@ -78,12 +78,45 @@ async fn a_run_started_elsewhere_has_no_input_and_a_deleted_agent_takes_its_inpu
     );
     let live = app.stream("r1", None).await.collect(T).await;
     assert_eq!(run_started(&live)["input"], Value::Null);
-
-    record_input(&app, "r1", "hello").await;
+    // The stream settled it: a text recorded later is not told to a replay.
     assert_eq!(app.count("SELECT count(*) FROM run_inputs").await, 1);
+    let late = "INSERT INTO run_inputs (ns, run_id, text) VALUES ('default', 'r1', 'hello') \
+                ON CONFLICT DO NOTHING";
+    app.exec(late, late).await;
+    let replay = app.stream("r1", Some(0)).await.collect(T).await;
+    assert_eq!(durable(&replay), durable(&live));
+    assert_eq!(
+        app.api_get("/v1/runs/r1").await.json()["input"],
+        Value::Null
+    );
+    let list = app.api_get("/v1/sessions/a1/runs").await.json();
+    assert_eq!(list["runs"][0]["input"], Value::Null, "{list}");
+
     app.store_ok("agents", "delete", json!({"filter": {"agentIds": ["a1"]}}))
         .await;
     assert_eq!(app.count("SELECT count(*) FROM run_inputs").await, 0);
+}
+
+#[tokio::test]
+async fn a_run_started_elsewhere_takes_its_input_from_its_stored_user_event() {
+    let app = TestApp::spawn().await;
+    setup(&app, "r1", "finished").await;
+    let mut turn = tool_turn();
+    let user = json!({"type": "user", "agent_id": "a1", "run_id": "r1", "message": {"role": "user",
+        "content": [{"type": "text", "text": "please call "}, {"type": "text", "text": "the echo tool"}]}});
+    turn.insert(2, user);
+    for m in turn {
+        append(&app, "r1", m).await;
+    }
+    let text = json!({"text": "please call the echo tool"});
+    // The run's state finds it before anybody reads the stream, and records it.
+    assert_eq!(app.api_get("/v1/runs/r1").await.json()["input"], text);
+    let live = app.stream("r1", None).await.collect(T).await;
+    assert_eq!(run_started(&live)["input"], text);
+    let replay = app.stream("r1", Some(0)).await.collect(T).await;
+    assert_eq!(durable(&replay), durable(&live));
+    let list = app.api_get("/v1/sessions/a1/runs").await.json();
+    assert_eq!(list["runs"][0]["input"], text, "{list}");
 }
 
 #[tokio::test]

@@ -247,6 +247,43 @@ def test_slow_tool_keepalive_timeout_is_outcome_unknown(setup_env, tmp_path):
     assert call["tool"] == "slow" and call["outcome"] == "timeout" and call["cut_off"] is True
 
 
+def test_a_run_started_by_another_client_has_its_prompt_live_and_replayed(setup_env, tmp_path):
+    """Issue 35 item 4: a run started through the bridge directly (like the Python SDK) gets
+    its `input` from its stored `user` event (the backend's user_message_appended, which
+    GetRunConversation folds too): the live reader's `run_started` and the replay's are the
+    same bytes, and the run's state says it."""
+    prompt = "please call slow, from another client"
+    s = ApiStack(setup_env, tmp_path, scenario="tool", config=SLOW.format(secs=1, timeout=30000),
+                 backend_env={"FB_TOOL_NAME": "slow", "FB_TOOL_ARGS": "{}", "FB_ECHO_USER": "1"})
+    bridge = s.run.client
+    aid = bridge.create_agent(s.ws, custom_tools={"slow": {"description": "Sleeps", "inputSchema": {"type": "object"}}})
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("r", bridge.send(aid, prompt, timeout=120)), daemon=True)
+    t.start()
+    run_id, deadline = None, time.monotonic() + 30
+    while run_id is None and time.monotonic() < deadline:
+        _, body = s.api.call("GET", f"/v1/sessions/{aid}/runs")
+        run_id = body["runs"][0]["run_id"] if body.get("runs") else None
+        time.sleep(0.02)
+    assert run_id, "the bridge's run never appeared"
+    c, r = s.api.open("GET", f"/v1/runs/{run_id}/stream")
+    live = read_all(r)
+    c.close()
+    t.join(timeout=120)
+    assert result["r"][1]["status"] == "RUN_LIFECYCLE_STATUS_FINISHED", result
+    started = [d for kind, _, d, _ in live if kind == "event" and d["type"] == "run_started"]
+    assert started and started[0]["input"] == {"text": prompt}, live
+    assert types(live)[-1] == "completed", types(live)
+    c, r = s.api.open("GET", f"/v1/runs/{run_id}/stream")
+    replay = read_all(r)
+    c.close()
+    assert durable(replay) == durable(live)
+    status, run = s.api.call("GET", f"/v1/runs/{run_id}")
+    assert status == 200 and run["input"] == {"text": prompt}, run
+    _, listed = s.api.call("GET", f"/v1/sessions/{aid}/runs")
+    assert listed["runs"][0]["input"] == {"text": prompt}, listed
+
+
 def test_a_dropped_client_does_not_cancel_and_cancel_does(setup_env, tmp_path):
     s = ApiStack(setup_env, tmp_path, scenario="tool", config=SLOW.format(secs=2, timeout=30000),
                  backend_env={"FB_TOOL_NAME": "slow", "FB_TOOL_ARGS": "{}"})

@@ -1816,9 +1816,7 @@ export interface operations {
     };
     listRunForks: {
         parameters: {
-            query?: {
-                limit?: number;
-            };
+            query?: never;
             header?: never;
             path: {
                 run_id: string;
@@ -2773,9 +2771,7 @@ export interface operations {
     };
     listSessionForks: {
         parameters: {
-            query?: {
-                limit?: number;
-            };
+            query?: never;
             header?: never;
             path: {
                 session_id: string;

@@ -88,8 +88,13 @@ pub fn document() -> Value {
                     "description": "the `next_cursor` of the previous page"})
             }))
             .chain(
+                // A session's or a run's forks are listed whole: no `limit` (Schemathesis,
+                // issue 35: the document offered one that was never read).
                 (r.path.ends_with("/events")
-                    || (r.method == "get" && r.path.ends_with("s") && !r.path.ends_with("approvals")))
+                    || (r.method == "get"
+                        && r.path.ends_with("s")
+                        && !r.path.ends_with("approvals")
+                        && !r.path.ends_with("/forks")))
                     .then(|| json!({"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}})),
             )
             .chain(filters(r))

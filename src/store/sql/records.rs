@@ -258,7 +258,7 @@ pub async fn runs_positions<X: Exec>(
 }
 
 /// Keeps the text a run was started with (the first one kept wins: a retried append of the
-/// same run does not replace it).
+/// same run does not replace it). An empty text records that the run has none.
 pub async fn set_run_input<X: Exec>(
     x: &X,
     ns: &str,
@@ -273,14 +273,26 @@ pub async fn set_run_input<X: Exec>(
     Ok(())
 }
 
-/// The kept inputs of those runs that have one.
+/// The kept input record of one run, the empty text of a run that has none included.
+pub async fn run_input_record<X: Exec>(
+    x: &X,
+    ns: &str,
+    run_id: &str,
+) -> Result<Option<String>, X::Error> {
+    let sql = sql!("SELECT text FROM run_inputs WHERE ns = ?1 AND run_id = ?2");
+    let params = [Value::Text(ns), Value::Text(run_id)];
+    x.first(sql.get(X::DIALECT), &params, |r| Ok(r.text(0)?.to_string()))
+        .await
+}
+
+/// The kept inputs of those runs that have one (not the empty text of a run that has none).
 pub async fn run_inputs<X: Exec>(
     x: &X,
     ns: &str,
     run_ids: &[String],
 ) -> Result<std::collections::HashMap<String, String>, X::Error> {
     let sql = format!(
-        "SELECT run_id, text FROM run_inputs WHERE ns = {} AND {}",
+        "SELECT run_id, text FROM run_inputs WHERE ns = {} AND text <> '' AND {}",
         X::DIALECT.param(1),
         X::DIALECT.in_list("run_id", 2)
     );
@@ -483,6 +495,21 @@ macro_rules! impl_run_records {
                     let [ns, run_id, text] = args.clone();
                     Box::pin(async move {
                         $crate::store::sql::records::set_run_input(x, &ns, &run_id, &text).await
+                    })
+                })
+            }
+
+            fn run_input_record(
+                &self,
+                ns: &$crate::store::Namespace,
+                run_id: &str,
+            ) -> $crate::store::BoxFuture<'_, Result<Option<String>, $crate::store::StoreError>>
+            {
+                let args = $crate::store::sql::owned([ns.as_str(), run_id]);
+                self.sql_read(move |x| {
+                    let [ns, run_id] = args.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::records::run_input_record(x, &ns, &run_id).await
                     })
                 })
             }
