@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::account::StoredEvent;
 use super::ApiState;
+use crate::account::StoredEvent;
 use crate::store::Namespace;
 
 /// How long the `run_started` of a run just started waits for its prompt.
