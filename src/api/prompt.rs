@@ -67,10 +67,11 @@ fn found(events: &[StoredEvent]) -> Found {
             }
             Some("assistant" | "thinking" | "tool_call" | "task") => return Found::Without,
             Some("status")
-                if matches!(
-                    message.get("status").and_then(Value::as_str),
-                    Some("FINISHED" | "CANCELLED" | "EXPIRED" | "ERROR")
-                ) =>
+                if message
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .and_then(crate::run::RunStatus::parse_event)
+                    .is_some_and(crate::run::RunStatus::is_terminal) =>
             {
                 return Found::Without
             }

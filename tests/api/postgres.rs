@@ -444,7 +444,10 @@ async fn a_run_api_stream_on_one_daemon_follows_appends_through_another() {
     let mut s = b.stream("r1", None).await;
     assert_eq!(s.status, 200);
     let quick = std::time::Duration::from_millis(1000);
-    assert_eq!(s.next(quick).await.unwrap().kind(), "run_started");
+    // A fresh run whose prompt nobody stored yet: `run_started` waits up to 2 s for it (or
+    // for the run's first output), so that every reader gets the same bytes (api/prompt.rs).
+    let prompt_wait = std::time::Duration::from_secs(4);
+    assert_eq!(s.next(prompt_wait).await.unwrap().kind(), "run_started");
     assert_eq!(s.next(quick).await.unwrap().kind(), "up_to_date");
     let mut kinds = Vec::new();
     for (i, m) in turn[1..].iter().enumerate() {
