@@ -87,6 +87,15 @@ mod tests {
         store.call(&Namespace::default(), call).await.unwrap();
     }
 
+    /// The run API's reads of `s`, in namespace `ns`.
+    fn reader_of<'a>(s: &'a SqliteStore, ns: &'a Namespace) -> Reader<'a> {
+        Reader {
+            store: s,
+            records: s as &dyn RunRecords,
+            ns,
+        }
+    }
+
     fn run(run_id: &str) -> Value {
         json!({"run": {"runId": run_id, "requestId": null, "agentId": "a1", "turnNumber": 1,
             "status": "queued", "model": {"id": "m"}, "result": null, "error": null,
@@ -101,11 +110,7 @@ mod tests {
     async fn a_run_created_while_waiting_is_found() {
         let (_dir, s) = store();
         let ns = Namespace::default();
-        let reader = Reader {
-            store: s.as_ref(),
-            records: s.as_ref() as &dyn RunRecords,
-            ns: &ns,
-        };
+        let reader = reader_of(&s, &ns);
         let bridge = s.clone();
         let writer = async move {
             call(
@@ -136,11 +141,7 @@ mod tests {
     async fn a_run_that_never_appears_is_a_problem_naming_it_and_one_never_appended_is_found() {
         let (_dir, s) = store();
         let ns = Namespace::default();
-        let reader = Reader {
-            store: s.as_ref(),
-            records: s.as_ref() as &dyn RunRecords,
-            ns: &ns,
-        };
+        let reader = reader_of(&s, &ns);
         call(
             &s,
             "runEvents",
