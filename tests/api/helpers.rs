@@ -567,3 +567,18 @@ pub fn namespace_q(max_agents: i64) -> callbackd::namespaces::NamespaceConfig {
     q.quotas.max_agents = Some(max_agents);
     q
 }
+
+/// A `deploy` command tool every call of which is held for a person's approval; once
+/// approved it answers `{"deployed": true}`.
+pub fn held_deploy_tool() -> callbackd::config::CommandToolConfig {
+    toml::from_str(
+        r#"
+name = "deploy"
+description = "Deploys"
+argv = ["sh", "-c", "echo '{\"deployed\": true}'"]
+input_schema = { type = "object", properties = { env = { type = "string" } } }
+approval = "always"
+"#,
+    )
+    .unwrap()
+}

@@ -104,16 +104,7 @@ fn attrs(span: &Span) -> HashMap<String, Value> {
 
 /// A daemon with a `deploy` tool that needs approval, exporting to `endpoint`.
 async fn spawn(endpoint: String, capture_content: bool) -> Arc<TestApp> {
-    let tool: callbackd::config::CommandToolConfig = toml::from_str(
-        r#"
-name = "deploy"
-description = "Deploys"
-argv = ["sh", "-c", "echo '{\"deployed\": true}'"]
-input_schema = { type = "object", properties = { env = { type = "string" } } }
-approval = "always"
-"#,
-    )
-    .unwrap();
+    let tool = crate::helpers::held_deploy_tool();
     let app = TestApp::spawn_with(move |c| {
         c.tools.command.push(tool);
         c.telemetry.otlp_endpoint = Some(endpoint);

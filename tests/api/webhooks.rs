@@ -173,16 +173,7 @@ async fn spawn_in(
     dir: tempfile::TempDir,
     hooks: Vec<callbackd::config::WebhookConfig>,
 ) -> Arc<TestApp> {
-    let tool: callbackd::config::CommandToolConfig = toml::from_str(
-        r#"
-name = "deploy"
-description = "Deploys"
-argv = ["sh", "-c", "echo '{\"deployed\": true}'"]
-input_schema = { type = "object", properties = { env = { type = "string" } } }
-approval = "always"
-"#,
-    )
-    .unwrap();
+    let tool = crate::helpers::held_deploy_tool();
     Arc::new(
         TestApp::spawn_in(dir, move |c| {
             c.tools.command.push(tool);
