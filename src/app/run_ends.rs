@@ -56,8 +56,12 @@ impl RunEnds {
             let reason = format!("its run {run} ended ({status}) while the approval was pending");
             approvals.cancel_run(&ns_, &run, &reason).await;
         });
-        let (runs, ns_, run) = (self.bridge_runs.clone(), ns.clone(), run_id.to_string());
-        self.runtime.spawn_blocking(move || runs.ended(&ns_, &run));
+        // Only a run of the supervised bridge is in the runs file: no blocking task for the
+        // others (every run of a daemon that supervises none).
+        if self.bridge_runs.holds(ns, run_id) {
+            let (runs, ns_, run) = (self.bridge_runs.clone(), ns.clone(), run_id.to_string());
+            self.runtime.spawn_blocking(move || runs.ended(&ns_, &run));
+        }
         if let Some(traces) = &self.traces {
             traces.run_ended(ns, run_id);
         }

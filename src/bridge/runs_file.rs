@@ -94,6 +94,14 @@ impl BridgeRuns {
         }
     }
 
+    /// Whether run `run_id` of namespace `ns` is in the file (a cheap check on the caller's
+    /// thread, before [`BridgeRuns::ended`] writes the file).
+    pub fn holds(&self, ns: &Namespace, run_id: &str) -> bool {
+        self.lock()
+            .as_ref()
+            .is_some_and(|c| &c.ns == ns && c.runs.contains_key(run_id))
+    }
+
     /// Run `run_id` of namespace `ns` ended (the store announced it): out of the file.
     pub fn ended(&self, ns: &Namespace, run_id: &str) {
         let mut guard = self.lock();
