@@ -31,10 +31,11 @@ pub struct Append {
     /// the store's indexes as the bridge's random run ids do; false: `run-{tag}-{label}-{r}`,
     /// a phase's runs side by side in every index.
     pub scatter: bool,
-    /// Runs that end: the run documents are created before the phase (not measured), and
-    /// each run's last event is its terminal `status FINISHED`, so that a daemon exporting
-    /// traces reads every run back and exports its span during the phase (the `telemetry`
-    /// workload).
+    /// Runs that end: the run documents are created before the phase (not measured), each
+    /// run's last event is its terminal `status FINISHED`, and then its document is updated
+    /// to `finished` (the store's run end, as the bridge writes it), so that a daemon
+    /// exporting traces builds and exports every run's spans during the phase (the
+    /// `telemetry` workload, and the callgrind count in BENCHMARKS.md).
     pub finish: bool,
 }
 
@@ -98,6 +99,34 @@ async fn create_runs(target: &Target, agent: &str, run_ids: &[String]) -> anyhow
     Ok(())
 }
 
+/// `runs.update` of run `run_id` to `finished`, as the bridge's `markRunTerminal` sends it.
+async fn end_run(
+    conn: &mut Conn,
+    agent: &str,
+    run_id: &str,
+    auth: Option<&HeaderValue>,
+) -> anyhow::Result<()> {
+    let now = super::now_ms();
+    let run = gen::RunState {
+        agent_id: agent,
+        run_id,
+        status: "finished",
+        request_id: None,
+        result: Some("done"),
+        latest_root: None,
+        created_at: now,
+        updated_at: now,
+        started_at: Some(now),
+        ended_at: Some(now),
+    };
+    let (status, body) = conn.call_as(run.call("update").into(), auth).await?;
+    anyhow::ensure!(
+        status.is_success(),
+        "runs.update of {run_id}: {status} {body:?}"
+    );
+    Ok(())
+}
+
 #[derive(Deserialize)]
 struct Answer {
     output: Option<EventDoc>,
@@ -145,9 +174,18 @@ pub async fn run(
                 } else {
                     a.payloads.append_body(&agent, &run_ids[r], k)
                 };
+                let last = a.finish && k / a.runs == a.events - 1;
                 let answer = rec.call_as(&mut conn, body, a.auth_of(r)).await;
                 if let Some(&took) = rec.latencies.last() {
                     if k < a.runs { &mut first } else { &mut later }.push(took);
+                }
+                if last {
+                    // As the bridge does after a run's terminal event: the run document
+                    // becomes terminal, which is what ends the run for callbackd (its
+                    // trace, counters and approvals). Not among the appends' latencies.
+                    if let Err(e) = end_run(&mut conn, &agent, &run_ids[r], a.auth_of(r)).await {
+                        rec.wrong(e.to_string());
+                    }
                 }
                 let Some(answer) = answer else {
                     continue;
