@@ -59,7 +59,7 @@
 //! run
 //! tokens
 //! config
-//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent  outbound
+//! secret  clock  connect  proto  server  ui  data_dir  health  shutdown  error_chain  percent  outbound  json_skim
 //! ```
 
 pub mod account;
@@ -76,6 +76,7 @@ pub mod connect;
 mod data_dir;
 pub mod error_chain;
 pub mod health;
+mod json_skim;
 mod metrics;
 pub mod namespaces;
 mod outbound;

@@ -15,10 +15,13 @@
 //! - [`mapper`]: stored events -> stream events, one run at a time ([`RunMapper`]);
 //! - [`tool_call`]: the account of a tool call, from the events and [`Beside`] records;
 //! - [`stored`]: the store reads it is made of ([`StoredEvent`], [`events_after`]);
+//! - `glance`: an event document's kind, and a tool call without its content, unparsed
+//!   but for the few fields a trace needs ([`glance()`]);
 //! - [`sources`]: when the records are read again while mapping ([`RunSources`]);
 //! - [`problem`]: a failed run's problem ([`run_problem`]); [`schema`]: OpenAPI shapes.
 
 pub mod durable;
+mod glance;
 pub mod mapper;
 pub mod problem;
 pub mod schema;
@@ -28,6 +31,7 @@ pub mod tool_call;
 
 pub use durable::FULL_VALUE_BYTES;
 pub use durable::{event_json, Durable, RunInput};
+pub use glance::{glance, Glance};
 pub use mapper::{tool_arguments, RunMapper};
 pub use problem::{run_problem, Problem, ProblemCode};
 pub use sources::RunSources;

@@ -19,6 +19,7 @@ use super::codec::{json_to_struct, struct_to_json};
 use super::unknown_field::unknown_field;
 use super::RpcState;
 use crate::connect::{read_unary, unary_response, Code, Codec, ConnectError};
+use crate::json_skim::to_quote_or_backslash;
 use crate::metrics::Metrics;
 use crate::proto::{CallStoreRequest, CallStoreResponse};
 use crate::store::{Namespace, StoreCall, StoreOutput};
@@ -296,31 +297,6 @@ fn skip_string(json: &[u8], mut i: usize) -> Result<usize, String> {
         }
     }
     Ok(i)
-}
-
-/// The index of the first `"` or `\\` at or after `i` (or the end), eight bytes at a time:
-/// most of a request is string contents (event payloads), and this scan runs over all of it
-/// before the parser does (a byte-at-a-time loop here was an eighth of an append's CPU).
-fn to_quote_or_backslash(json: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    // A zero byte of `v` is a byte of the chunk equal to the one searched for. The lowest
-    // flagged byte is always a real match (the classic has-zero-byte test can only add false
-    // flags above a real one).
-    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-    while let Some(chunk) = json.get(i..i + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let hits =
-            zero_bytes(w ^ (ONES * u64::from(b'"'))) | zero_bytes(w ^ (ONES * u64::from(b'\\')));
-        if hits != 0 {
-            return i + (hits.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < json.len() && json[i] != b'"' && json[i] != b'\\' {
-        i += 1;
-    }
-    i
 }
 
 fn unpaired(unit: u32) -> String {

@@ -43,6 +43,43 @@ pub fn push_event(out: &mut String, run_id_json: &str, ev: EventFields<'_>) {
     out.push('}');
 }
 
+/// What the traces read of every appended event without parsing its payload (issue 39):
+/// an event document written by [`push_event`], read at its fixed places.
+#[derive(Debug, PartialEq)]
+pub struct Head<'a> {
+    pub seq: u64,
+    pub created_at: i64,
+    /// The document from its payload's start to its end.
+    pub payload_onwards: &'a str,
+}
+
+/// The [`Head`] of event document `doc`, read in the order [`push_event`] writes it (the run
+/// id and event type skipped as strings, never searched), and `createdAt`, its last member,
+/// read back from the end. `None` for a document not written so.
+pub fn head(doc: &str) -> Option<Head<'_>> {
+    use crate::json_skim::string_len;
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = doc.strip_prefix(r#"{"runId":"#)?;
+    let rest = rest[string_len(rest)?..].strip_prefix(r#","seq":"#)?;
+    let n = digits(rest);
+    let seq = rest[..n].parse().ok()?;
+    let rest = rest[n..].strip_prefix(r#","offset":""#)?;
+    let rest = rest[digits(rest)..].strip_prefix(r#"","eventType":"#)?;
+    let payload_onwards = rest[string_len(rest)?..].strip_prefix(r#","payload":"#)?;
+    let body = doc.strip_suffix('}')?;
+    let digits = body.trim_end_matches(|c: char| c.is_ascii_digit());
+    let sign = usize::from(digits.ends_with('-'));
+    let created_at = body[digits.len() - sign..].parse().ok()?;
+    if !digits[..digits.len() - sign].ends_with(r#","createdAt":"#) {
+        return None;
+    }
+    Some(Head {
+        seq,
+        created_at,
+        payload_onwards,
+    })
+}
+
 /// `nextOffset` of an events page whose last item has `seq`.
 pub fn next_offset_json(seq: i64) -> String {
     let mut s = String::with_capacity(22);
@@ -53,3 +90,30 @@ pub fn next_offset_json(seq: i64) -> String {
 }
 
 pub use crate::clock::now_ms;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fixed_places_are_read_without_the_payload() {
+        let mut doc = String::new();
+        let payload = r#"{"text":"\",\"seq\":99,\"payload\":1","createdAt":5}"#;
+        let ev = EventFields {
+            seq: 12,
+            event_type: "x\",\"payload\":",
+            payload,
+            payload_ref: None,
+            idempotency_key: None,
+            created_at: 1012,
+        };
+        push_event(&mut doc, r#""r,\"payload\":""#, ev);
+        let h = head(&doc).unwrap();
+        assert_eq!((h.seq, h.created_at), (12, 1012));
+        assert!(h.payload_onwards.starts_with(payload));
+        assert_eq!(head("{}"), None);
+        doc.truncate(doc.len() - "1012}".len());
+        doc.push_str("-5}");
+        assert_eq!(head(&doc).map(|h| h.created_at), Some(-5));
+    }
+}

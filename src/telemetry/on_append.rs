@@ -2,13 +2,12 @@
 //! RPC commits them, so that a run's end needs no read of its events (issue 39: reading each
 //! finished run back cost 1.53× the instructions per append).
 //!
-//! Only what a trace is made of is kept: the events that name a tool call, usage or a
-//! status, parsed; of the assistant messages, the latest one's text as it came (the run's
-//! output is its last assistant message), parsed at the end. Everything else (thinking,
-//! most assistant messages, tasks) is only counted: its seq, found at a fixed place of the
-//! stored event document, without parsing it. The test is a search of the document for
-//! those words as JSON strings (`"tool_call"`, ...), so an event that only mentions one is
-//! kept too, harmlessly; an event of those types always contains its type as such a string.
+//! Only what a trace is made of is kept: the events that are a tool call, usage or a
+//! status, parsed (a tool call, when no content is exported, with only the fields that tell
+//! how it ended: `account::glance`); of the assistant messages, the latest one's text as it
+//! came (the run's output is its last assistant message), parsed at the end. Everything
+//! else (thinking, most assistant messages, tasks) is only counted. An event's kind is read
+//! from its message's `type` by skimming the document's structure, not by parsing it.
 //!
 //! A run is traced from what was kept only if every seq from 1 to its last was seen (a run
 //! that began before a restart, or whose events went through another daemon, was not):
@@ -18,7 +17,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use crate::account::{stored_event_of, StoredEvent};
+use crate::account::{glance, stored_event_of, Glance, StoredEvent};
+use crate::store::event_doc::head;
 use crate::store::Namespace;
 
 /// Runs kept at once; the runs beyond are read back at their end.
@@ -27,15 +27,12 @@ pub const MAX_OPEN: usize = 4096;
 /// is read back at its end.
 pub const MAX_BYTES: usize = 4 << 20;
 
-/// The events of a trace: a tool call, usage or status; an assistant message's are kept
-/// apart (only the latest).
-const KEPT: [&str; 3] = ["\"tool_call\"", "\"usage\"", "\"status\""];
-const ASSISTANT: &str = "\"assistant\"";
-
 /// What is kept of each open run, by namespace and run id.
 #[derive(Default)]
 pub struct Appended {
     runs: Mutex<HashMap<Namespace, HashMap<String, Run>>>,
+    /// Tool calls are kept whole (their arguments and results are exported).
+    content: bool,
 }
 
 #[derive(Default)]
@@ -65,21 +62,27 @@ impl std::fmt::Debug for Appended {
 }
 
 impl Appended {
+    /// With `content`: tool calls kept whole, for traces that export arguments and results.
+    pub fn new(content: bool) -> Self {
+        Appended {
+            content,
+            ..Default::default()
+        }
+    }
+
     /// Event document `doc` (`runEvents.append`'s answer) of run `run_id` was committed.
     /// Called on the store call's task: a lookup, and a parse only of the events kept.
     pub fn appended(&self, ns: &Namespace, run_id: &str, doc: &str) {
-        let Some((seq, at)) = header(doc) else {
+        let Some(head) = head(doc) else {
             return;
         };
-        let parsed = if KEPT.iter().any(|w| doc.contains(w)) {
-            match stored_event_of(doc) {
-                Ok(ev) => Some(ev),
-                Err(_) => return,
-            }
-        } else {
-            None
+        let (seq, at) = (head.seq, head.created_at);
+        let (parsed, assistant) = match glance(doc, &head, self.content) {
+            Some(Glance::Kept(ev)) => (Some(ev), false),
+            Some(Glance::Assistant) => (None, true),
+            Some(Glance::Other) => (None, false),
+            None => return,
         };
-        let assistant = parsed.is_none() && doc.contains(ASSISTANT);
         let mut runs = self.runs.lock().unwrap_or_else(|e| e.into_inner());
         let open: usize = runs.values().map(HashMap::len).sum();
         let of_ns = runs.entry(ns.clone()).or_default();
@@ -153,18 +156,6 @@ impl Run {
     }
 }
 
-/// The seq and `createdAt` of a stored event document, read at their fixed places
-/// (`store::event_doc`: `{"runId":…,"seq":N,…,"createdAt":N}`) without parsing the payload.
-fn header(doc: &str) -> Option<(u64, i64)> {
-    let after_seq = &doc[doc.find(r#","seq":"#)? + 7..];
-    let seq = after_seq[..after_seq.find(|c: char| !c.is_ascii_digit())?]
-        .parse()
-        .ok()?;
-    let at = doc.strip_suffix('}')?;
-    let at = &at[at.rfind(r#","createdAt":"#)? + 13..];
-    Some((seq, at.parse().ok()?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,12 +223,5 @@ mod tests {
             a.appended(&ns, "r", d);
         }
         assert!(a.take(&ns, "r").is_none());
-    }
-
-    #[test]
-    fn the_header_is_read_without_the_payload() {
-        let d = doc(12, &json!({"type": "thinking", "text": "\",\"seq\":99"}));
-        assert_eq!(header(&d), Some((12, 1012)));
-        assert_eq!(header("{}"), None);
     }
 }

@@ -96,7 +96,7 @@ impl Traces {
         );
         let (runs, run_rx) = mpsc::channel(RUN_QUEUE);
         let (span_tx, span_rx) = mpsc::channel(export.queue_size);
-        let appended = std::sync::Arc::new(Appended::default());
+        let appended = std::sync::Arc::new(Appended::new(export.capture_content));
         tokio::spawn(collector(
             run_rx,
             span_tx,
