@@ -9,12 +9,38 @@ pub fn rfc3339_ms(ms: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let (h, min, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{millis:03}Z");
+    }
+    // Digits written by hand: every tool call and event of a run is stamped twice or more
+    // (`format!` with padding was ~3,400 instructions a stamp, issue 39).
+    let mut out = [0u8; 24];
+    let mut put = |at: usize, mut n: i64, width: usize| {
+        for k in (at..at + width).rev() {
+            out[k] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, y, 4);
+    put(5, i64::from(m), 2);
+    put(8, i64::from(d), 2);
+    put(11, h, 2);
+    put(14, min, 2);
+    put(17, s, 2);
+    put(20, millis, 3);
+    for (at, sep) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
+        out[at] = sep;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// (year, month, day) of the day `z` days after 1970-01-01.
@@ -145,6 +171,24 @@ mod tests {
         assert_eq!(rfc3339_ms(1_764_578_637_123), "2025-12-01T08:43:57.123Z");
         assert_eq!(rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(rfc3339_ms(-1), "1969-12-31T23:59:59.999Z");
+        // Past the four-digit years: formatted as before.
+        assert_eq!(rfc3339_ms(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_digits_written_by_hand_are_those_format_writes() {
+        let slow = |ms: i64| {
+            let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+            let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+            let rem = secs.rem_euclid(86_400);
+            let (h, min, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+            format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{millis:03}Z")
+        };
+        let mut ms: i64 = -62_167_219_200_000; // 0000-01-01
+        while ms < 253_402_300_800_000 {
+            assert_eq!(rfc3339_ms(ms), slow(ms));
+            ms += 7_919_999_937;
+        }
     }
 
     #[test]

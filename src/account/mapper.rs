@@ -247,9 +247,14 @@ impl RunMapper {
             .unwrap_or_default()
             .to_string();
         let name = message.get("name").and_then(Value::as_str).unwrap_or("");
+        // `get` rather than `pointer`, here and below: a pointer is split and unescaped at
+        // every call (a fifth of a traced tool call's mapping, issue 39).
         let tool = match (
             name,
-            message.pointer("/args/toolName").and_then(Value::as_str),
+            message
+                .get("args")
+                .and_then(|a| a.get("toolName"))
+                .and_then(Value::as_str),
         ) {
             ("mcp", Some(t)) => t.to_string(),
             (n, _) => n.to_string(),
@@ -303,7 +308,6 @@ impl RunMapper {
         };
         let record = self.beside.record(&call_id);
         let approval = self.beside.approval(&call_id);
-        let raw = message.get("result").cloned().unwrap_or(Value::Null);
         // The execution time: callbackd's record of a custom tool's call (final before the
         // bridge stores the completion; a call held for approval starts when approved), else
         // the time between the stored `running` and completion events.
@@ -314,10 +318,11 @@ impl RunMapper {
         };
         // A failed host tool: `result.status: "error"`, or (cursor-sdk 1.1.0, observed) a
         // "success" whose value is an MCP error result (`isError: true`).
+        let result_of = |key: &str| message.get("result").and_then(|r| r.get(key));
         let failed = status == "error"
-            || message.pointer("/result/status").and_then(Value::as_str) == Some("error")
-            || message
-                .pointer("/result/value/isError")
+            || result_of("status").and_then(Value::as_str) == Some("error")
+            || result_of("value")
+                .and_then(|v| v.get("isError"))
                 .and_then(Value::as_bool)
                 == Some(true);
         // How it ended: callbackd's record of a custom tool's call, else the bridge's word.
@@ -330,7 +335,7 @@ impl RunMapper {
             tool_call::arguments_of(requested, record, approval, &tool);
         let result = record
             .and_then(|r| r.result.clone())
-            .unwrap_or_else(|| raw.clone());
+            .unwrap_or_else(|| message.get("result").cloned().unwrap_or(Value::Null));
         let (decision, question) = tool_call::decision_and_question(approval, &tool);
         let call = ToolCall {
             tool_call_id: call_id.clone(),
@@ -385,7 +390,7 @@ impl RunMapper {
 /// `args.args`, a built-in's are `args`.
 pub fn tool_arguments(message: &Value) -> Value {
     match message.get("name").and_then(Value::as_str) {
-        Some("mcp") => message.pointer("/args/args"),
+        Some("mcp") => message.get("args").and_then(|a| a.get("args")),
         _ => message.get("args"),
     }
     .cloned()
@@ -395,6 +400,12 @@ pub fn tool_arguments(message: &Value) -> Value {
 /// `value` if its JSON text fits [`FULL_VALUE_BYTES`]; else a string of the text's first
 /// bytes (whole characters), and `true`.
 fn capped(value: Value) -> (Value, bool) {
+    // Most values are far below the cap: a bound on their text's length, found without
+    // writing it, answers for them (writing every call's arguments and result only to
+    // measure them was a seventh of a traced call's mapping, issue 39).
+    if text_bound(&value, FULL_VALUE_BYTES).is_some() {
+        return (value, false);
+    }
     let text = value.to_string();
     if text.len() <= FULL_VALUE_BYTES {
         return (value, false);
@@ -404,6 +415,34 @@ fn capped(value: Value) -> (Value, bool) {
         end -= 1;
     }
     (Value::String(text[..end].to_string()), true)
+}
+
+/// At least the length of `value`'s JSON text (a string's characters each escaped at worst
+/// as `\uXXXX`), if that is at most `budget`; `None` past it (the walk stops there).
+fn text_bound(value: &Value, budget: usize) -> Option<usize> {
+    let string = |s: &str| 2 + 6 * s.len();
+    let len = match value {
+        Value::Null | Value::Bool(_) => 5,
+        // An f64's shortest text, sign and exponent included, is at most 24 bytes.
+        Value::Number(_) => 24,
+        Value::String(s) => string(s),
+        Value::Array(items) => {
+            let mut len = 2 + items.len();
+            for item in items {
+                len += text_bound(item, budget.checked_sub(len)?)?;
+            }
+            len
+        }
+        Value::Object(members) => {
+            let mut len = 2 + 2 * members.len();
+            for (key, item) in members {
+                len += string(key);
+                len += text_bound(item, budget.checked_sub(len)?)?;
+            }
+            len
+        }
+    };
+    (len <= budget).then_some(len)
 }
 
 /// The whole text of an assistant message: its text parts, joined.

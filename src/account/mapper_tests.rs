@@ -255,3 +255,26 @@ fn an_edited_call_tells_what_ran_and_what_was_asked() {
     assert_eq!(v["decision"]["edited"], true);
     assert_eq!(m.calls()[0].result, json!({"deployed": "1.4.2-hotfix1"}));
 }
+
+#[test]
+fn the_text_bound_is_never_below_the_text() {
+    let values = [
+        json!(null),
+        json!(true),
+        json!(-1.5e300),
+        json!(u64::MAX),
+        json!("a\u{1}\"\\é"),
+        json!([1, "x", {"k\n": [null, {}]}, []]),
+        json!({"content": [{"text": {"text": "x".repeat(3000)}}], "isError": false}),
+    ];
+    for v in values {
+        let text = v.to_string().len();
+        let bound = text_bound(&v, usize::MAX).unwrap();
+        assert!(bound >= text, "{v}: {bound} < {text}");
+        assert_eq!(text_bound(&v, text - 1).filter(|&b| b < text), None);
+    }
+    // Past the cap the value is cut, as before.
+    let (cut, truncated) = capped(json!("y".repeat(FULL_VALUE_BYTES)));
+    assert!(truncated);
+    assert_eq!(cut.as_str().map(str::len), Some(FULL_VALUE_BYTES));
+}

@@ -137,10 +137,20 @@ impl Builder {
 
     /// The run's next stored event (events no span is built from may be left out).
     fn feed(&mut self, ev: &StoredEvent) {
+        self.first_at.get_or_insert(ev.created_at_ms);
+        let event = self.mapper.map(ev);
+        // The calls still open when the run ended, closed by its terminal event just before
+        // it (cancelled, or cut off): their spans end there too, as the stream tells them.
+        for closed in self.mapper.take_closed() {
+            self.apply(closed, ev.created_at_ms);
+        }
+        self.apply(event, ev.created_at_ms);
+    }
+
+    fn apply(&mut self, event: Durable, at_ms: i64) {
         let trace = &mut self.trace;
         let by_call = &mut self.by_call;
-        self.first_at.get_or_insert(ev.created_at_ms);
-        match self.mapper.map(ev) {
+        match event {
             Durable::ToolStarted {
                 tool_call_id,
                 tool,
@@ -151,8 +161,8 @@ impl Builder {
                 trace.tools.push(ToolTrace {
                     call_id: tool_call_id,
                     tool,
-                    start_ms: ev.created_at_ms,
-                    end_ms: ev.created_at_ms,
+                    start_ms: at_ms,
+                    end_ms: at_ms,
                     outcome: "unfinished".into(),
                     arguments: Some(arguments),
                     ..Default::default()
@@ -169,19 +179,19 @@ impl Builder {
                     trace.tools.push(ToolTrace {
                         call_id: tool_call_id,
                         tool,
-                        start_ms: ev.created_at_ms,
+                        start_ms: at_ms,
                         ..Default::default()
                     });
                     trace.tools.len() - 1
                 });
                 let t = &mut trace.tools[i];
-                t.end_ms = ev.created_at_ms;
+                t.end_ms = at_ms;
                 t.outcome = outcome.to_string();
                 t.result = Some(result);
             }
             Durable::ToolOutcomeUnknown { tool_call_id, .. } => {
                 if let Some(&i) = by_call.get(&tool_call_id) {
-                    trace.tools[i].end_ms = ev.created_at_ms;
+                    trace.tools[i].end_ms = at_ms;
                     trace.tools[i].outcome = "unknown".into();
                 }
             }
@@ -194,14 +204,14 @@ impl Builder {
                 set_usage(trace, &usage);
                 trace.status = status;
                 trace.output = output;
-                trace.end_ms = ev.created_at_ms;
+                trace.end_ms = at_ms;
                 self.ended = true;
             }
             Durable::Error { problem, usage, .. } => {
                 set_usage(trace, &usage);
                 trace.status = "error".into();
                 trace.error = Some(problem.detail);
-                trace.end_ms = ev.created_at_ms;
+                trace.end_ms = at_ms;
                 self.ended = true;
             }
             _ => {}
