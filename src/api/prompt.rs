@@ -21,13 +21,16 @@
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
 
 use super::ApiState;
 use crate::account::StoredEvent;
-use crate::store::Namespace;
+use crate::store::{Namespace, StoreNotice};
 
 /// How long the `run_started` of a run just started waits for its prompt.
 const INPUT_WAIT: Duration = Duration::from_secs(2);
+/// While it waits, how often the run API's record is looked at without an append.
+const RECHECK: Duration = Duration::from_millis(20);
 /// A `request` stored less than this long ago (ms) is a run just started.
 const FRESH_MS: i64 = 10_000;
 /// The run's first events, where its `user` event is looked for.
@@ -169,6 +172,11 @@ impl Prompt<'_> {
     pub async fn settled(&self, request: &StoredEvent, session: &str) -> Option<String> {
         let fresh = crate::clock::now_ms().saturating_sub(request.created_at_ms) < FRESH_MS;
         let deadline = tokio::time::Instant::now() + INPUT_WAIT;
+        // Subscribed before the first look: the run's next append (its `user` event, or its
+        // first output, which settles it without one) wakes the wait at once. Every follower
+        // of the run waits for this `run_started`, so a fixed sleep here held a streaming
+        // run's first frames back by up to its length (issue 39: the burst's p99).
+        let mut notices = self.state.store().subscribe();
         loop {
             // Whether a message is being sent first, then the record: `POST .../messages`
             // records before it stops sending, so a send seen over has its record seen.
@@ -186,7 +194,27 @@ impl Prompt<'_> {
             if !fresh || tokio::time::Instant::now() >= deadline {
                 return self.record(NONE).await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // The run API's record of a message being sent comes with no notice: looked at
+            // again after a short while all the same.
+            let _ = tokio::time::timeout(RECHECK, self.appended(&mut notices)).await;
+        }
+    }
+
+    /// Returns at the next append of this run that the store announces, or when notices
+    /// were missed; never once the store has closed its notices (the caller's timeout ends
+    /// the wait then).
+    async fn appended(&self, notices: &mut tokio::sync::broadcast::Receiver<StoreNotice>) {
+        loop {
+            match notices.recv().await {
+                Ok(StoreNotice::Appended(n) | StoreNotice::Remote(n))
+                    if n.run_id == self.run_id && n.ns == *self.ns =>
+                {
+                    return
+                }
+                Ok(StoreNotice::Resync) | Err(RecvError::Lagged(_)) => return,
+                Ok(_) => {}
+                Err(RecvError::Closed) => std::future::pending().await,
+            }
         }
     }
 }
