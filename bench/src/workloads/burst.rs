@@ -9,6 +9,8 @@
 //! the burst (after half the appends were answered), with the followers minus with the
 //! baseline, over the difference in followers, is what each further open stream holds while
 //! the burst goes on (the store's growth, and with 1 the feed's, are in both and cancel).
+//! The same difference is also read once the followers are open, before the first append:
+//! what an open stream costs by itself, and so what the burst adds to it.
 //!
 //! Each round starts a fresh daemon of each binary given (`--bin`, and `--burst-old-bin`
 //! for the one to compare with), alternating them, so both see the same machine load.
@@ -37,6 +39,11 @@ pub struct BurstFigures {
     pub kib_per_stream: f64,
     /// The daemon's RSS halfway through the burst, KiB.
     pub mid_rss_kib: u64,
+    /// The daemon's RSS before the followers opened their streams, KiB.
+    pub before_rss_kib: u64,
+    /// The daemon's RSS once every follower was open (had its `up_to_date`), before the
+    /// first append, KiB.
+    pub open_rss_kib: u64,
     /// Appends per second of the writer.
     pub append_rate: f64,
     pub wrong: usize,
@@ -86,6 +93,7 @@ pub async fn run(
             anyhow::Ok(got)
         }));
     }
+    let open_rss_kib = rss_kib(pid).map(|r| r.0).unwrap_or(0);
     reset_peak(pid);
     // The writer: `request`, then the events back to back, then the terminal status. One
     // connection, so seq k is the k-th append; acks[k] is when its answer came.
@@ -139,6 +147,8 @@ pub async fn run(
         latencies,
         kib_per_stream: peak.saturating_sub(before) as f64 / followers.max(1) as f64,
         mid_rss_kib,
+        before_rss_kib: before,
+        open_rss_kib,
         append_rate,
         wrong,
     })
@@ -150,18 +160,19 @@ pub fn print(rows: &[(BurstFigures, BurstFigures)]) {
     println!();
     println!("burst: 1 run, one writer appending back to back, a fresh daemon per burst");
     println!(
-        "| binary | followers × events | p50 | p99 | KiB per stream mid-burst (with − baseline) | RSS mid-burst with / baseline | whole-daemon growth per stream (peak) | appends/s | baseline appends/s | wrong |"
+        "| binary | followers × events | p50 | p99 | KiB per stream mid-burst (with − baseline) | KiB per stream open, before the burst | RSS mid-burst with / baseline | whole-daemon growth per stream (peak) | appends/s | baseline appends/s | wrong |"
     );
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for (r, alone) in rows {
         println!(
-            "| {} | {} × {} | {:.2} ms | {:.2} ms | {:.1} | {:.1} / {:.1} MiB | {:.1} | {:.0} | {:.0} | {} |",
+            "| {} | {} × {} | {:.2} ms | {:.2} ms | {:.1} | {:.1} | {:.1} / {:.1} MiB | {:.1} | {:.0} | {:.0} | {} |",
             r.bin,
             r.followers,
             r.events,
             r.quantile(0.5).as_secs_f64() * 1e3,
             r.quantile(0.99).as_secs_f64() * 1e3,
             per_stream(r, alone),
+            per_stream_open(r, alone),
             r.mid_rss_kib as f64 / 1024.0,
             alone.mid_rss_kib as f64 / 1024.0,
             r.kib_per_stream,
@@ -175,6 +186,17 @@ pub fn print(rows: &[(BurstFigures, BurstFigures)]) {
 /// KiB of daemon RSS per open stream halfway through the burst: with the followers minus
 /// with the baseline's, over the difference in followers.
 pub fn per_stream(with: &BurstFigures, base: &BurstFigures) -> f64 {
-    (with.mid_rss_kib as f64 - base.mid_rss_kib as f64)
-        / with.followers.saturating_sub(base.followers).max(1) as f64
+    per_more(with, base, with.mid_rss_kib, base.mid_rss_kib)
+}
+
+/// KiB of daemon RSS per open stream once the followers are open, before the burst: each
+/// daemon's growth from its RSS before the streams, with minus baseline, per further stream.
+pub fn per_stream_open(with: &BurstFigures, base: &BurstFigures) -> f64 {
+    let grew = |f: &BurstFigures| f.open_rss_kib.saturating_sub(f.before_rss_kib);
+    per_more(with, base, grew(with), grew(base))
+}
+
+/// (`w` − `b`) KiB over the difference in followers.
+fn per_more(with: &BurstFigures, base: &BurstFigures, w: u64, b: u64) -> f64 {
+    (w as f64 - b as f64) / with.followers.saturating_sub(base.followers).max(1) as f64
 }
