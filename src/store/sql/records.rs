@@ -469,7 +469,7 @@ macro_rules! impl_run_records {
             ) -> $crate::store::BoxFuture<'_, Result<u32, $crate::store::StoreError>> {
                 let key = $crate::store::sql::owned([ns.as_str(), run_id]);
                 let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-                let seen = self.delta_seen(key.clone(), seq);
+                let seen = self.delta_seen(key.clone(), seq, new);
                 Box::pin(async move {
                     if let Some(delta) = seen.await? {
                         return Ok(delta);
