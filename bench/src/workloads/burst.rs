@@ -1,5 +1,6 @@
 //! `burst` (issue 39): 100 followers of one run while one writer appends 2,000 events of
-//! 200–2,000 bytes back to back, as a fast turn streams (a long answer, a big tool result).
+//! 200–2,000 bytes back to back (the SDK's `thinking` messages), as a fast turn streams (a
+//! long answer, a big tool result).
 //! Reports the latency from each append's acknowledgement to its delivery to each follower
 //! (p50/p99) and the daemon's RSS per open stream during the burst.
 //!
@@ -110,7 +111,10 @@ pub async fn run(
     acks.lock().unwrap()[1] = epoch.elapsed().as_nanos() as u64;
     for i in 0..events {
         let pad = "x".repeat(rng.range(bytes.0, bytes.1));
-        let msg = format!(r#"{{"type":"bench","i":{i},"pad":"{pad}"}}"#);
+        // A model's streamed output, as the SDK stores it (`thinking`: mapped to a step by
+        // every binary). An event of a type no SDK writes would leave the run's prompt
+        // unsettled until 32 events are stored, and every follower's `run_started` with it.
+        let msg = format!(r#"{{"type":"thinking","text":"{i} {pad}"}}"#);
         call(&mut conn, status_append(&agent, &run, &msg)).await?;
         acks.lock().unwrap()[i + 2] = epoch.elapsed().as_nanos() as u64;
         if i + 1 == events / 2 {
