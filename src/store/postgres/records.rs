@@ -33,25 +33,6 @@ impl PgStore {
         Some(self.inner.instance.clone())
     }
 
-    /// The answer when no write is needed, read on a pooled connection outside a
-    /// transaction: the recorded delta, or 0 when none is recorded and `new` is none. Most
-    /// snapshots of a followed run have nothing to record (no tokens were relayed for them):
-    /// their frame costs one statement, not a transaction of three.
-    fn delta_seen(
-        &self,
-        [ns, run_id]: [String; 2],
-        seq: i64,
-        new: Option<u32>,
-    ) -> BoxFuture<'_, Result<Option<u32>, StoreError>> {
-        self.sql_read(move |x| {
-            let (ns, run_id) = (ns.clone(), run_id.clone());
-            Box::pin(async move {
-                let seen = sql::records::read_delta(x, &ns, &run_id, seq).await?;
-                Ok(seen.or(new.is_none().then_some(0)))
-            })
-        })
-    }
-
     fn prune_runs(
         &self,
         ended_before_ms: i64,

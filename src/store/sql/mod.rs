@@ -19,6 +19,7 @@ pub mod call;
 pub mod cascade;
 pub mod checkpoints;
 mod conditions;
+pub mod deltas;
 mod dialect;
 pub mod dump;
 mod exec;

@@ -1,8 +1,8 @@
 //! [`RunRecords`](crate::store::RunRecords): the `tool_calls`, `event_meta` and
-//! `run_expiry` tables of migration 0002. The reads and the plain updates are written once
-//! here; what truly differs stays with each backend (a started call's owning daemon on
-//! PostgreSQL; pruning; interrupting the calls of a stopped daemon; where an event's
-//! snapshot delta is read first).
+//! `run_expiry` tables of migration 0002 (a snapshot's delta in `event_meta`: [`super::deltas`]).
+//! The reads and the plain updates are written once here; what truly differs stays with each
+//! backend (a started call's owning daemon on PostgreSQL; pruning; interrupting the calls of
+//! a stopped daemon).
 
 use super::{sql, Dialect, Exec, Value};
 use crate::store::event_doc::now_ms;
@@ -160,60 +160,6 @@ pub async fn tool_calls_of_run<X: Exec>(
     .await
 }
 
-/// The delta recorded for event `seq` of a run, if any.
-pub async fn read_delta<X: Exec>(
-    x: &X,
-    ns: &str,
-    run_id: &str,
-    seq: i64,
-) -> Result<Option<u32>, X::Error> {
-    let sql = sql!("SELECT delta FROM event_meta WHERE ns = ?1 AND run_id = ?2 AND seq = ?3");
-    let params = [Value::Text(ns), Value::Text(run_id), Value::Int(seq)];
-    let delta = x.first(sql.get(X::DIALECT), &params, |r| r.int(0)).await?;
-    Ok(delta.map(|d| u32::try_from(d).unwrap_or(0)))
-}
-
-/// The delta of event `seq`: the recorded one, else `new` recorded (0 when there is none to
-/// record), in the caller's transaction.
-pub async fn delta_of<X: Exec>(
-    x: &X,
-    ns: &str,
-    run_id: &str,
-    seq: i64,
-    new: Option<u32>,
-) -> Result<u32, X::Error> {
-    if let Some(delta) = read_delta(x, ns, run_id, seq).await? {
-        return Ok(delta);
-    }
-    match new {
-        Some(new) => record_delta(x, ns, run_id, seq, new).await,
-        None => Ok(0),
-    }
-}
-
-/// Records `new` as the delta of event `seq` unless one is recorded (the first value
-/// recorded wins, whichever daemon records it); the recorded one.
-pub async fn record_delta<X: Exec>(
-    x: &X,
-    ns: &str,
-    run_id: &str,
-    seq: i64,
-    new: u32,
-) -> Result<u32, X::Error> {
-    let sql = sql!(
-        "INSERT INTO event_meta (ns, run_id, seq, delta) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT DO NOTHING"
-    );
-    let params = [
-        Value::Text(ns),
-        Value::Text(run_id),
-        Value::Int(seq),
-        Value::Int(i64::from(new)),
-    ];
-    x.execute(sql.get(X::DIALECT), &params).await?;
-    Ok(read_delta(x, ns, run_id, seq).await?.unwrap_or(new))
-}
-
 pub async fn run_positions<X: Exec>(
     x: &X,
     ns: &str,
@@ -327,7 +273,7 @@ macro_rules! runs_read {
 pub(crate) use runs_read;
 
 /// `impl RunRecords for $store`, for a store with `sql_read` and `sql_write` and its own
-/// `tool_call_owner`, `delta_seen`, `prune_runs` and `interrupt_tool_calls`.
+/// `tool_call_owner`, `prune_runs` and `interrupt_tool_calls`.
 macro_rules! impl_run_records {
     ($store:ty) => {
         impl $crate::store::RunRecords for $store {
@@ -469,7 +415,13 @@ macro_rules! impl_run_records {
             ) -> $crate::store::BoxFuture<'_, Result<u32, $crate::store::StoreError>> {
                 let key = $crate::store::sql::owned([ns.as_str(), run_id]);
                 let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-                let seen = self.delta_seen(key.clone(), seq, new);
+                let read_key = key.clone();
+                let seen = self.sql_read(move |x| {
+                    let [ns, run_id] = read_key.clone();
+                    Box::pin(async move {
+                        $crate::store::sql::deltas::delta_seen(x, &ns, &run_id, seq, new).await
+                    })
+                });
                 Box::pin(async move {
                     if let Some(delta) = seen.await? {
                         return Ok(delta);
@@ -477,7 +429,7 @@ macro_rules! impl_run_records {
                     self.sql_write(move |x| {
                         let [ns, run_id] = key.clone();
                         Box::pin(async move {
-                            $crate::store::sql::records::delta_of(x, &ns, &run_id, seq, new).await
+                            $crate::store::sql::deltas::delta_of(x, &ns, &run_id, seq, new).await
                         })
                     })
                     .await

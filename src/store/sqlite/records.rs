@@ -22,22 +22,6 @@ impl SqliteStore {
         None
     }
 
-    /// Read on a read connection first: only a first sighting with a `new` delta to record
-    /// goes through the writer (none recorded and none to record: 0).
-    fn delta_seen(
-        &self,
-        [ns, run_id]: [String; 2],
-        seq: i64,
-        new: Option<u32>,
-    ) -> BoxFuture<'_, Result<Option<u32>, StoreError>> {
-        self.sql_read(move |x| {
-            Box::pin(async move {
-                let seen = sql::records::read_delta(x, &ns, &run_id, seq).await?;
-                Ok(seen.or(new.is_none().then_some(0)))
-            })
-        })
-    }
-
     fn prune_runs(
         &self,
         ended_before_ms: i64,
